@@ -1,0 +1,338 @@
+//! The C ABI the Go receiver links against (header: cbindgen, committed in
+//! `go-receiver/internal/ffi/compiletools_core.h`).
+//!
+//! Rules every function here follows: its body runs inside [`guard`], so no
+//! panic crosses the boundary; inputs are borrowed for the call only; outputs
+//! are Rust-owned buffers the caller frees with `ct_build_result_free`.
+
+mod buffer;
+mod guard;
+
+pub use buffer::{CtBuffer, CtByteView};
+use guard::guard;
+
+use crate::cancel::CancelToken;
+use crate::error::ErrorCode;
+use crate::pipeline::process_build;
+use crate::request::{BuildRequest, Limits, Signals, Summary};
+
+/// Bumped on every incompatible change of the types or functions below; the
+/// Go side refuses a library whose version differs from its header's.
+pub const CT_ABI_VERSION: u32 = 1;
+
+/// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
+pub const CT_SIGNAL_TRACES: u32 = 1;
+/// Bit of `CtBuildRequest.signals`: produce `ExportMetricsServiceRequest` bytes.
+pub const CT_SIGNAL_METRICS: u32 = 2;
+
+/// Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
+pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
+/// Flag (test hook): panic inside the call, to prove the guard holds.
+pub const CT_FLAG_FORCE_PANIC: u32 = 1 << 31;
+
+/// Parser limits; a zero field means "use the default".
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CtLimits {
+    pub max_file_bytes: u64,
+    pub max_events: u64,
+    pub max_depth: u32,
+    pub max_attribute_len: u32,
+}
+
+/// One build to process. Every view is borrowed for the call only; an empty
+/// view means "absent".
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CtBuildRequest {
+    pub invocation_dir: CtByteView,
+    pub statslog_path: CtByteView,
+    pub outcomes_path: CtByteView,
+    pub host_name: CtByteView,
+    pub service_name: CtByteView,
+    pub git_commit_sha: CtByteView,
+    /// User resource attributes as `key\0value\0key\0value\0…`.
+    pub resource_attributes: CtByteView,
+    /// `CT_SIGNAL_*` bits.
+    pub signals: u32,
+    /// `CT_FLAG_*` bits.
+    pub flags: u32,
+    pub limits: CtLimits,
+}
+
+/// Counts about one processed build.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CtSummary {
+    pub spans: u64,
+    pub metric_points: u64,
+    pub unanchored_rules: u64,
+    pub dropped_attributes: u64,
+    pub warnings: u64,
+}
+
+/// Everything one call returns. All buffers are empty (null) when unused.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CtBuildResult {
+    /// `ExportTraceServiceRequest` protobuf.
+    pub traces: CtBuffer,
+    /// `ExportMetricsServiceRequest` protobuf.
+    pub metrics: CtBuffer,
+    pub summary: CtSummary,
+    /// Warnings, one per line (UTF-8).
+    pub warnings: CtBuffer,
+    /// The error message when the call returned non-zero (UTF-8).
+    pub error_message: CtBuffer,
+}
+
+impl CtBuildResult {
+    fn empty() -> Self {
+        Self {
+            traces: CtBuffer::empty(),
+            metrics: CtBuffer::empty(),
+            summary: CtSummary::default(),
+            warnings: CtBuffer::empty(),
+            error_message: CtBuffer::empty(),
+        }
+    }
+}
+
+/// Opaque cancel token shared between a Go goroutine and a running call.
+pub struct CtCancel {
+    token: CancelToken,
+}
+
+/// The ABI version this library implements (`CT_ABI_VERSION`).
+#[no_mangle]
+pub extern "C" fn ct_abi_version() -> u32 {
+    CT_ABI_VERSION
+}
+
+/// A new, unset cancel token; free it with `ct_cancel_free`.
+#[no_mangle]
+pub extern "C" fn ct_cancel_new() -> *mut CtCancel {
+    guard(|| Box::into_raw(Box::new(CtCancel { token: CancelToken::new() })))
+        .unwrap_or(std::ptr::null_mut())
+}
+
+/// Sets the token; calls running with it stop at their next check.
+///
+/// # Safety
+/// `cancel` must be null or come from `ct_cancel_new` and not be freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn ct_cancel_set(cancel: *const CtCancel) {
+    // SAFETY: the caller guarantees the pointer is live or null.
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        c.token.cancel();
+    }
+}
+
+/// Frees a token from `ct_cancel_new`; no call may still use it.
+///
+/// # Safety
+/// `cancel` must be null or come from `ct_cancel_new`, freed at most once.
+#[no_mangle]
+pub unsafe extern "C" fn ct_cancel_free(cancel: *mut CtCancel) {
+    if !cancel.is_null() {
+        // SAFETY: the caller guarantees exclusive ownership of a Box we made.
+        let _ = guard(|| drop(unsafe { Box::from_raw(cancel) }));
+    }
+}
+
+/// Processes one build. Returns 0 (`CtErrorCode` Ok) and fills `out`, or a
+/// non-zero code with `out->error_message` set. `out` is always written and
+/// must be released with `ct_build_result_free`.
+///
+/// # Safety
+/// `req` and `out` must be valid pointers; every view in `req` must be valid
+/// for its length during the call; `cancel` may be null.
+#[no_mangle]
+pub unsafe extern "C" fn ct_process_build(
+    req: *const CtBuildRequest,
+    cancel: *const CtCancel,
+    out: *mut CtBuildResult,
+) -> i32 {
+    if out.is_null() {
+        return ErrorCode::InvalidRequest as i32;
+    }
+    // SAFETY: out is non-null and points to caller memory for a CtBuildResult.
+    unsafe { out.write(CtBuildResult::empty()) };
+    // SAFETY: as above; we hold the only reference during the call.
+    let out = unsafe { &mut *out };
+
+    let outcome = guard(|| {
+        // SAFETY: the caller guarantees req is valid or null.
+        let Some(req) = (unsafe { req.as_ref() }) else {
+            return Err((ErrorCode::InvalidRequest, "null request".to_owned()));
+        };
+        // SAFETY: the caller guarantees cancel is live or null.
+        let local_token;
+        let token = match unsafe { cancel.as_ref() } {
+            Some(c) => &c.token,
+            None => {
+                local_token = CancelToken::new();
+                &local_token
+            }
+        };
+        if req.flags & CT_FLAG_FORCE_PANIC != 0 {
+            panic!("forced panic (CT_FLAG_FORCE_PANIC test hook)");
+        }
+        // SAFETY: the caller guarantees every view is valid during the call.
+        let request = unsafe { decode_request(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
+        process_build(&request, token).map_err(|e| (e.code(), e.to_string()))
+    });
+
+    match outcome {
+        Ok(Ok(output)) => {
+            fill_summary(out, &output.summary);
+            out.traces = output.traces.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
+            out.metrics = output.metrics.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
+            ErrorCode::Ok as i32
+        }
+        Ok(Err((code, message))) => {
+            out.error_message = CtBuffer::from_string(message);
+            code as i32
+        }
+        Err(panic_message) => {
+            out.error_message = CtBuffer::from_string(panic_message);
+            ErrorCode::Panic as i32
+        }
+    }
+}
+
+/// Frees every buffer of a result; safe to call twice.
+///
+/// # Safety
+/// `res` must be null or point to a result filled by `ct_process_build`.
+#[no_mangle]
+pub unsafe extern "C" fn ct_build_result_free(res: *mut CtBuildResult) {
+    // SAFETY: the caller guarantees res is valid or null.
+    let Some(res) = (unsafe { res.as_mut() }) else { return };
+    let _ = guard(|| {
+        // SAFETY: each buffer came from CtBuffer::from_vec; release empties it,
+        // so a second call is a no-op.
+        unsafe {
+            res.traces.release();
+            res.metrics.release();
+            res.warnings.release();
+            res.error_message.release();
+        }
+    });
+}
+
+fn fill_summary(out: &mut CtBuildResult, s: &Summary) {
+    out.summary = CtSummary {
+        spans: s.spans,
+        metric_points: s.metric_points,
+        unanchored_rules: s.unanchored_rules,
+        dropped_attributes: s.dropped_attributes,
+        warnings: s.warnings.len() as u64,
+    };
+    if !s.warnings.is_empty() {
+        out.warnings = CtBuffer::from_string(s.warnings.join("\n"));
+    }
+}
+
+/// # Safety
+/// Every view in `req` must be valid for its length.
+unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
+    // SAFETY (whole function): forwarded to the caller.
+    let dir = unsafe { req.invocation_dir.to_path() }.ok_or("empty invocation_dir")?;
+    let host = unsafe { req.host_name.to_string_lossy() };
+    let mut request = BuildRequest::new(dir, host);
+    request.statslog = unsafe { req.statslog_path.to_path() };
+    request.outcomes = unsafe { req.outcomes_path.to_path() };
+    let service = unsafe { req.service_name.to_string_lossy() };
+    if !service.is_empty() {
+        request.service_name = service;
+    }
+    let sha = unsafe { req.git_commit_sha.to_string_lossy() };
+    request.git_commit_sha = (!sha.is_empty()).then_some(sha);
+    request.resource_attributes = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
+    request.signals = Signals::from_mask(req.signals);
+    request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
+    request.limits = decode_limits(&req.limits);
+    Ok(request)
+}
+
+fn decode_limits(l: &CtLimits) -> Limits {
+    let d = Limits::default();
+    Limits {
+        max_file_bytes: if l.max_file_bytes == 0 { d.max_file_bytes } else { l.max_file_bytes },
+        max_events: if l.max_events == 0 { d.max_events } else { l.max_events },
+        max_depth: if l.max_depth == 0 { d.max_depth } else { l.max_depth },
+        max_attribute_len: if l.max_attribute_len == 0 {
+            d.max_attribute_len
+        } else {
+            l.max_attribute_len
+        },
+    }
+}
+
+fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let body = bytes.strip_suffix(b"\0").unwrap_or(bytes);
+    let fields: Vec<&[u8]> = body.split(|b| *b == 0).collect();
+    if fields.len() % 2 != 0 {
+        return Err("resource_attributes: odd number of NUL-separated fields".to_owned());
+    }
+    Ok(fields
+        .chunks(2)
+        .map(|kv| {
+            (String::from_utf8_lossy(kv[0]).into_owned(), String::from_utf8_lossy(kv[1]).into_owned())
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(b: &[u8]) -> CtByteView {
+        CtByteView { ptr: b.as_ptr(), len: b.len() }
+    }
+
+    fn request(dir: &[u8], flags: u32) -> CtBuildRequest {
+        let empty = CtByteView { ptr: std::ptr::null(), len: 0 };
+        CtBuildRequest {
+            invocation_dir: view(dir),
+            statslog_path: empty,
+            outcomes_path: empty,
+            host_name: empty,
+            service_name: empty,
+            git_commit_sha: empty,
+            resource_attributes: empty,
+            signals: CT_SIGNAL_TRACES,
+            flags,
+            limits: CtLimits { max_file_bytes: 0, max_events: 0, max_depth: 0, max_attribute_len: 0 },
+        }
+    }
+
+    #[test]
+    fn forced_panic_becomes_error_code() {
+        let dir = b"/nonexistent";
+        let req = request(dir, CT_FLAG_FORCE_PANIC);
+        let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
+        let code = unsafe { ct_process_build(&req, std::ptr::null(), out.as_mut_ptr()) };
+        let mut out = unsafe { out.assume_init() };
+        assert_eq!(code, ErrorCode::Panic as i32);
+        let msg = unsafe { std::slice::from_raw_parts(out.error_message.ptr, out.error_message.len) };
+        assert!(String::from_utf8_lossy(msg).contains("forced panic"));
+        unsafe { ct_build_result_free(&mut out) };
+        unsafe { ct_build_result_free(&mut out) };
+        assert!(out.error_message.ptr.is_null());
+    }
+
+    #[test]
+    fn pairs_decode() {
+        assert_eq!(
+            decode_pairs(b"a\0b\0c\0d\0").unwrap(),
+            vec![("a".into(), "b".into()), ("c".into(), "d".into())]
+        );
+        assert!(decode_pairs(b"a\0b\0c\0").is_err());
+        assert!(decode_pairs(b"").unwrap().is_empty());
+    }
+}

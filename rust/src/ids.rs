@@ -1,0 +1,1 @@
+//! Deterministic trace and span ids (DESIGN §3).

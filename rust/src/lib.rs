@@ -1,0 +1,20 @@
+//! Parsing core of the compiletools OpenTelemetry receiver.
+//!
+//! Data flows one way: files on disk → a typed model of the build
+//! ([`timing`]) → OTLP protobuf bytes ([`otlp`]). [`pipeline`] ties the steps
+//! together for one invocation directory; [`ffi`] exposes that single call to
+//! the Go receiver through a C ABI that never lets a panic escape.
+
+pub mod cancel;
+pub mod error;
+pub mod ffi;
+pub mod ids;
+pub mod otlp;
+pub mod pipeline;
+pub mod request;
+pub mod timing;
+
+pub use cancel::CancelToken;
+pub use error::{Error, ErrorCode};
+pub use pipeline::process_build;
+pub use request::{BuildOutput, BuildRequest, Limits, Signals, Summary};

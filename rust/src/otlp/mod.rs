@@ -1,0 +1,1 @@
+//! Mapping of the build model to OTLP protobuf messages.

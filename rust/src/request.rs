@@ -1,0 +1,113 @@
+//! What the receiver asks of the core for one build, and what it gets back.
+
+use std::path::PathBuf;
+
+/// Which OTLP signals to produce. A signal without a consumer in the
+/// collector is not asked for, so its work is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signals {
+    pub traces: bool,
+    pub metrics: bool,
+}
+
+impl Signals {
+    /// Decodes the `CT_SIGNAL_*` bit mask of the C ABI.
+    pub fn from_mask(mask: u32) -> Self {
+        Self {
+            traces: mask & crate::ffi::CT_SIGNAL_TRACES != 0,
+            metrics: mask & crate::ffi::CT_SIGNAL_METRICS != 0,
+        }
+    }
+
+    pub fn all() -> Self {
+        Self { traces: true, metrics: true }
+    }
+}
+
+/// Bounds on untrusted input; exceeding one is an error, never a crash or an
+/// unbounded allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest `timing.json` (and side file) read, in bytes.
+    pub max_file_bytes: u64,
+    /// Most events (phases + rules) in one build.
+    pub max_events: u64,
+    /// Deepest nesting of events below the root.
+    pub max_depth: u32,
+    /// Longest string attribute value kept, in bytes; longer ones are cut.
+    pub max_attribute_len: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 256 * 1024 * 1024,
+            max_events: 1_000_000,
+            max_depth: 64,
+            max_attribute_len: 4096,
+        }
+    }
+}
+
+/// One build to turn into OTLP.
+#[derive(Debug, Clone)]
+pub struct BuildRequest {
+    /// The invocation directory (`<parent>/YYYYMMDDTHHMMSS-PID`) that holds `timing.json`.
+    pub invocation_dir: PathBuf,
+    /// A ccache statslog holding this build's events (captured or configured).
+    pub statslog: Option<PathBuf>,
+    /// A `rule_outcomes.log` for this build (captured).
+    pub outcomes: Option<PathBuf>,
+    /// `host.name`; also an input of the trace id.
+    pub host_name: String,
+    /// `service.name`.
+    pub service_name: String,
+    /// User resource attributes; built-in keys win over these.
+    pub resource_attributes: Vec<(String, String)>,
+    /// `git.commit.sha` when the receiver could read it in time.
+    pub git_commit_sha: Option<String>,
+    pub signals: Signals,
+    pub limits: Limits,
+    /// Emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
+    pub metrics_as_spans: bool,
+}
+
+impl BuildRequest {
+    pub fn new(invocation_dir: impl Into<PathBuf>, host_name: impl Into<String>) -> Self {
+        Self {
+            invocation_dir: invocation_dir.into(),
+            statslog: None,
+            outcomes: None,
+            host_name: host_name.into(),
+            service_name: "compiletools".to_owned(),
+            resource_attributes: Vec::new(),
+            git_commit_sha: None,
+            signals: Signals::all(),
+            limits: Limits::default(),
+            metrics_as_spans: false,
+        }
+    }
+}
+
+/// Counts the receiver turns into self-metrics and warnings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub spans: u64,
+    pub metric_points: u64,
+    /// Rules skipped because their start was 0.0 or outside the root window.
+    pub unanchored_rules: u64,
+    /// Metadata values that could not become attributes.
+    pub dropped_attributes: u64,
+    /// Human-readable warnings (non-fatal oddities in the input).
+    pub warnings: Vec<String>,
+}
+
+/// Serialized OTLP requests for one build.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOutput {
+    /// `ExportTraceServiceRequest` bytes, when traces were asked for.
+    pub traces: Option<Vec<u8>>,
+    /// `ExportMetricsServiceRequest` bytes, when metrics were asked for and exist.
+    pub metrics: Option<Vec<u8>>,
+    pub summary: Summary,
+}

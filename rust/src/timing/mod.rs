@@ -1,0 +1,1 @@
+//! `timing.json`: the model of one build and its lenient decoder.
