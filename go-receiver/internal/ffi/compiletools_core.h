@@ -33,7 +33,7 @@
 /**
  * Flag (test hook): panic inside the call, to prove the guard holds.
  */
-#define CT_FLAG_FORCE_PANIC (1 << 31)
+#define CT_FLAG_FORCE_PANIC 2147483648
 
 /**
  * Stable numeric error codes returned by the C ABI. `Ok` is zero.

@@ -28,7 +28,7 @@ pub const CT_SIGNAL_METRICS: u32 = 2;
 /// Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
 pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
 /// Flag (test hook): panic inside the call, to prove the guard holds.
-pub const CT_FLAG_FORCE_PANIC: u32 = 1 << 31;
+pub const CT_FLAG_FORCE_PANIC: u32 = 0x8000_0000;
 
 /// Parser limits; a zero field means "use the default".
 #[repr(C)]

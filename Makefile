@@ -1,0 +1,73 @@
+# compiletools receiver for the OpenTelemetry Collector.
+#   make run    build everything and run the collector on the bundled example
+#   make test   run every test (Rust, Go, end-to-end with the real collector)
+# Everything a target needs is installed by the target itself (ocb, the
+# Python test environment); only Go, Rust, a C compiler and Python 3 are assumed.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+OCB_VERSION   := v0.165.0
+GOOS          := $(shell go env GOOS)
+GOARCH        := $(shell go env GOARCH)
+BUILD_DIR     := _build
+TOOLS_DIR     := $(BUILD_DIR)/tools
+OCB           := $(TOOLS_DIR)/builder
+RUST_LIB      := target/release/libcompiletools_core.a
+FFI_LIB_DIR   := go-receiver/internal/ffi/lib/$(GOOS)_$(GOARCH)
+COLLECTOR     := $(BUILD_DIR)/otelcol-compiletools/otelcol-compiletools
+VENV          := .venv
+PYTHON        := $(VENV)/bin/python
+EXAMPLE_CONFIG := tests/example/config.yaml
+
+export CGO_ENABLED := 1
+
+.PHONY: build rust header ocb collector run test test-rust test-go test-e2e venv clean
+
+build: collector
+
+## rust: the Rust core as a static library, placed where the cgo binding links it
+rust:
+	cargo build --release --locked -p compiletools-core
+	mkdir -p $(FFI_LIB_DIR)
+	cp $(RUST_LIB) $(FFI_LIB_DIR)/
+
+## header: regenerate the committed C header after changing rust/src/ffi
+header:
+	CT_BLESS_HEADER=1 cargo build -p compiletools-core
+
+$(OCB):
+	mkdir -p $(TOOLS_DIR)
+	GOBIN=$(abspath $(TOOLS_DIR)) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+
+ocb: $(OCB)
+
+## collector: the custom collector distribution (ocb-manifest.yaml)
+collector: rust $(OCB)
+	mkdir -p $(BUILD_DIR)
+	$(OCB) --config ocb-manifest.yaml
+
+run: collector
+	$(COLLECTOR) --config $(EXAMPLE_CONFIG)
+
+$(VENV)/.installed: tests/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+test: test-rust test-go test-e2e
+
+test-rust:
+	cargo test --locked --workspace
+
+test-go: rust
+	cd go-receiver && go vet ./... && go test -race -count=1 ./...
+
+test-e2e: collector venv
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/e2e
+
+clean:
+	cargo clean
+	rm -rf $(BUILD_DIR) $(FFI_LIB_DIR)

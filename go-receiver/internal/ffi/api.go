@@ -1,0 +1,123 @@
+package ffi
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Signals selects what the core produces; an unconsumed signal is not asked for.
+type Signals uint32
+
+const (
+	SignalTraces  Signals = 1 // CT_SIGNAL_TRACES
+	SignalMetrics Signals = 2 // CT_SIGNAL_METRICS
+)
+
+// Limits bound what the core reads; a zero field means the core's default.
+type Limits struct {
+	MaxFileBytes    uint64
+	MaxEvents       uint64
+	MaxDepth        uint32
+	MaxAttributeLen uint32
+}
+
+// Attribute is one user resource attribute; order is kept.
+type Attribute struct {
+	Key, Value string
+}
+
+// Request describes one build to process.
+type Request struct {
+	InvocationDir      string
+	StatslogPath       string
+	OutcomesPath       string
+	HostName           string
+	ServiceName        string
+	GitCommitSHA       string
+	ResourceAttributes []Attribute
+	Signals            Signals
+	MetricsAsSpans     bool
+	Limits             Limits
+
+	// forcePanic makes the core panic inside the call (tests only).
+	forcePanic bool
+}
+
+// Summary holds the counts the core reports for one build.
+type Summary struct {
+	Spans             uint64
+	MetricPoints      uint64
+	UnanchoredRules   uint64
+	DroppedAttributes uint64
+}
+
+// Result is one build as pdata. Traces/Metrics are empty when not produced.
+type Result struct {
+	Traces     ptrace.Traces
+	HasTraces  bool
+	Metrics    pmetric.Metrics
+	HasMetrics bool
+	Summary    Summary
+	Warnings   []string
+}
+
+// Code mirrors CtErrorCode.
+type Code int32
+
+const (
+	CodeOK             Code = 0
+	CodeInvalidRequest Code = 1
+	CodeIO             Code = 2
+	CodeMalformed      Code = 3
+	CodeLimitExceeded  Code = 4
+	CodeCancelled      Code = 5
+	CodePanic          Code = 6
+	// CodeDecode is Go-side: the core's bytes did not decode as OTLP.
+	CodeDecode Code = 100
+)
+
+func (c Code) String() string {
+	switch c {
+	case CodeOK:
+		return "ok"
+	case CodeInvalidRequest:
+		return "invalid_request"
+	case CodeIO:
+		return "io"
+	case CodeMalformed:
+		return "malformed"
+	case CodeLimitExceeded:
+		return "limit_exceeded"
+	case CodeCancelled:
+		return "cancelled"
+	case CodePanic:
+		return "panic"
+	case CodeDecode:
+		return "decode"
+	default:
+		return fmt.Sprintf("code_%d", int32(c))
+	}
+}
+
+// Error is a failed core call.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("compiletools core: %s: %s", e.Code, e.Message) }
+
+// ErrCgoRequired is returned by builds without cgo, where the core is absent.
+var ErrCgoRequired = errors.New("compiletools receiver: built without cgo; the Rust core is unavailable (build with CGO_ENABLED=1)")
+
+// CodeOf returns the core error code of err, or CodeOK when err is not a core error.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeOK
+}
