@@ -27,7 +27,9 @@ func newBuildState() *buildState {
 	return &buildState{done: map[string]ffi.Signals{}, failed: map[string]bool{}, problems: map[string]bool{}}
 }
 
-func (s *buildState) finished(dir string) bool { return s.failed[dir] || s.done[dir]&allSignals == allSignals }
+func (s *buildState) finished(dir string) bool {
+	return s.failed[dir] || s.done[dir]&allSignals == allSignals
+}
 
 // firstProblem reports whether a problem with path is new (warn once, not every poll).
 func (s *buildState) firstProblem(path string) bool {

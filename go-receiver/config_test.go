@@ -1,0 +1,59 @@
+package compiletoolsreceiver
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+)
+
+func TestDefaultConfigIsValidStruct(t *testing.T) {
+	if err := componenttest.CheckConfigStruct(createDefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := cm.Sub("compiletools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := createDefaultConfig()
+	if err := sub.Unmarshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := confmap.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Include) != 2 || cfg.PollInterval != 10*time.Second || cfg.ResourceAttributes["team"] != "core" {
+		t.Fatalf("unexpected config %+v", cfg)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Include = []string{"/ok/**", "/bad/[", ""}
+	cfg.Exclude = []string{"/x/{a"}
+	cfg.PollInterval = 0
+	cfg.ServiceName = ""
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"include[1]", "include[2]", "exclude[0]", "poll_interval", "service_name"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+	if err := (&Config{PollInterval: time.Second, ServiceName: "s"}).Validate(); err == nil || !strings.Contains(err.Error(), "include") {
+		t.Errorf("a config without include must be rejected, got %v", err)
+	}
+}

@@ -1,0 +1,93 @@
+package discovery
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func mkBuild(t *testing.T, parent, name string, finished bool) string {
+	t.Helper()
+	dir := filepath.Join(parent, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if finished {
+		if err := os.WriteFile(filepath.Join(dir, TimingFile), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func ids(builds []Build) []string {
+	var out []string
+	for _, b := range builds {
+		out = append(out, b.ID())
+	}
+	return out
+}
+
+func TestFindOrdersByTimestampThenNumericPID(t *testing.T) {
+	parent := t.TempDir()
+	mkBuild(t, parent, "20261130T100000-1000", true)
+	mkBuild(t, parent, "20261130T100000-999", true)
+	mkBuild(t, parent, "20261129T235959-5", true)
+	builds, problems := Finder{Include: []string{parent}}.Find()
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	want := []string{"20261129T235959-5", "20261130T100000-999", "20261130T100000-1000"}
+	if got := ids(builds); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestFindSkipsUnfinishedAndForeignEntries(t *testing.T) {
+	parent := t.TempDir()
+	mkBuild(t, parent, "20261130T100000-1", true)
+	mkBuild(t, parent, "20261130T100001-2", false)                                               // still running
+	mkBuild(t, parent, "not-an-invocation", true)                                                // foreign directory
+	mkBuild(t, parent, "20261130T100002-3.tmp", true)                                            // near miss
+	if err := os.WriteFile(filepath.Join(parent, "20261130T100003-4"), nil, 0o644); err != nil { // a file
+		t.Fatal(err)
+	}
+	leftover := mkBuild(t, parent, "20261130T100004-5", false)
+	if err := os.WriteFile(filepath.Join(leftover, ".tmp.timing.json.abcdefgh.5"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	builds, _ := Finder{Include: []string{parent}}.Find()
+	if got := ids(builds); !reflect.DeepEqual(got, []string{"20261130T100000-1"}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestFindGlobsParentsAndInvocationDirsAndExcludes(t *testing.T) {
+	root := t.TempDir()
+	a := filepath.Join(root, "proj-a", "bin", "gcc.debug", "diagnostics")
+	b := filepath.Join(root, "proj-b", "bin", "gcc.release", "diagnostics")
+	mkBuild(t, a, "20261130T100000-1", true)
+	mkBuild(t, b, "20261130T100000-2", true)
+	direct := mkBuild(t, filepath.Join(root, "flat"), "20261130T100000-3", true)
+	f := Finder{
+		Include: []string{filepath.Join(root, "**", "diagnostics"), direct, direct},
+		Exclude: []string{filepath.Join(root, "proj-b", "**")},
+	}
+	builds, _ := f.Find()
+	if got := ids(builds); !reflect.DeepEqual(got, []string{"20261130T100000-1", "20261130T100000-3"}) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestTimingJSONThatIsADirectoryIsAProblem(t *testing.T) {
+	parent := t.TempDir()
+	dir := mkBuild(t, parent, "20261130T100000-1", false)
+	if err := os.Mkdir(filepath.Join(dir, TimingFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	builds, problems := Finder{Include: []string{parent}}.Find()
+	if len(builds) != 0 || len(problems) != 1 || problems[0].Path != filepath.Join(dir, TimingFile) {
+		t.Fatalf("builds %v problems %v", builds, problems)
+	}
+}
