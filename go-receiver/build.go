@@ -2,48 +2,29 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"os"
 	"path/filepath"
-	"strings"
+	"sort"
+	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.uber.org/zap"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 // dataFormat names what the receiver reads, for its ObsReport telemetry.
-const dataFormat = "compiletools_timing"
+const dataFormat = "compiletools"
 
-// buildState remembers, per invocation directory, which signals were
-// delivered (or given up on), so each build reaches each consumer once.
-type buildState struct {
-	done     map[string]ffi.Signals
-	failed   map[string]bool
-	problems map[string]bool
-}
+// maxRetryDelay caps the backoff between delivery attempts of one build.
+const maxRetryDelay = 5 * time.Minute
 
-func newBuildState() *buildState {
-	return &buildState{done: map[string]ffi.Signals{}, failed: map[string]bool{}, problems: map[string]bool{}}
-}
-
-func (s *buildState) finished(dir string) bool {
-	return s.failed[dir] || s.done[dir]&allSignals == allSignals
-}
-
-// firstProblem reports whether a problem with path is new (warn once, not every poll).
-func (s *buildState) firstProblem(path string) bool {
-	if s.problems[path] {
-		return false
-	}
-	s.problems[path] = true
-	return true
-}
-
-const allSignals = ffi.SignalTraces | ffi.SignalMetrics
-
-// wanted lists the signals that have a consumer and were not delivered yet.
-func (r *compiletoolsReceiver) wanted(dir string) ffi.Signals {
+// consumedSignals lists the signals that have a consumer.
+func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
 	var s ffi.Signals
 	if r.traces != nil {
 		s |= ffi.SignalTraces
@@ -51,91 +32,144 @@ func (r *compiletoolsReceiver) wanted(dir string) ffi.Signals {
 	if r.metrics != nil {
 		s |= ffi.SignalMetrics
 	}
-	return s &^ r.state.done[dir]
+	return s
 }
 
+// processBuild parses one build once and hands it to every consumer not
+// served yet; it checkpoints the build only after every Consume returned.
 func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) {
-	want := r.wanted(b.Dir)
-	// A signal without a consumer counts as delivered.
-	r.state.done[b.Dir] |= allSignals &^ (want | r.state.done[b.Dir])
+	pending := r.pending.snapshot(b.Dir)
+	want := r.consumedSignals() &^ pending.delivered
 	if want == 0 {
+		r.settle(ctx, b, checkpoint.Delivered, uint32(pending.delivered))
+		r.telemetry.build(ctx, outcomeDelivered)
 		return
 	}
-	res, err := ffi.Process(ctx, r.request(b, want))
+
+	res, err := ffi.Process(ctx, r.request(b, want, pending.gitSHA))
 	if err != nil {
-		if ffi.CodeOf(err) == ffi.CodeCancelled {
+		code := ffi.CodeOf(err)
+		if code == ffi.CodeCancelled {
 			return // shutting down: the build is taken up again after a restart
 		}
-		r.state.failed[b.Dir] = true
 		r.logger.Warn("cannot read build; skipping it",
 			zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
-			zap.String("reason", ffi.CodeOf(err).String()),
+			zap.String("reason", code.String()),
 			zap.Error(err))
+		r.telemetry.parseFailure(ctx, code.String())
+		r.telemetry.build(ctx, outcomeFailed)
+		r.settle(ctx, b, checkpoint.Failed, 0)
 		return
 	}
 	for _, w := range res.Warnings {
 		r.logger.Warn("build read with a problem", zap.String("path", b.Dir), zap.String("warning", w))
 	}
+	r.telemetry.unanchored.Add(ctx, int64(res.Summary.UnanchoredRules))
+	r.telemetry.droppedAttrs.Add(ctx, int64(res.Summary.DroppedAttributes))
 
+	delivered, dropped, retry := pending.delivered, false, false
+	record := func(sig ffi.Signals, err error) {
+		switch {
+		case err == nil:
+			delivered |= sig
+		case consumererror.IsPermanent(err):
+			delivered |= sig
+			dropped = true
+			r.logger.Warn("consumer rejected build permanently; dropping it", zap.String("path", b.Dir), zap.Error(err))
+		default:
+			retry = true
+			r.logger.Debug("consumer failed; retrying later", zap.String("path", b.Dir), zap.Error(err))
+		}
+	}
 	if want&ffi.SignalTraces != 0 {
-		r.deliver(b, ffi.SignalTraces, func() error {
-			if !res.HasTraces {
-				return nil
-			}
-			ctx := r.obsTraces.StartTracesOp(ctx)
-			err := r.traces.ConsumeTraces(ctx, res.Traces)
-			r.obsTraces.EndTracesOp(ctx, dataFormat, res.Traces.SpanCount(), err)
-			return err
-		})
+		var err error
+		if res.HasTraces {
+			octx := r.obsTraces.StartTracesOp(ctx)
+			err = r.traces.ConsumeTraces(octx, res.Traces)
+			r.obsTraces.EndTracesOp(octx, dataFormat, res.Traces.SpanCount(), err)
+		}
+		record(ffi.SignalTraces, err)
 	}
 	if want&ffi.SignalMetrics != 0 {
-		r.deliver(b, ffi.SignalMetrics, func() error {
-			if !res.HasMetrics {
-				return nil
-			}
-			ctx := r.obsMetrics.StartMetricsOp(ctx)
-			err := r.metrics.ConsumeMetrics(ctx, res.Metrics)
-			r.obsMetrics.EndMetricsOp(ctx, dataFormat, res.Metrics.DataPointCount(), err)
-			return err
+		var err error
+		if res.HasMetrics {
+			octx := r.obsMetrics.StartMetricsOp(ctx)
+			err = r.metrics.ConsumeMetrics(octx, res.Metrics)
+			r.obsMetrics.EndMetricsOp(octx, dataFormat, res.Metrics.DataPointCount(), err)
+		}
+		record(ffi.SignalMetrics, err)
+	}
+
+	if retry {
+		r.telemetry.build(ctx, outcomeRetried)
+		r.pending.update(b.Dir, func(p *pendingBuild) {
+			p.delivered = delivered
+			p.attempts++
+			delay := r.cfg.PollInterval << min(p.attempts, 16)
+			p.nextAttempt = r.now().Add(min(delay, maxRetryDelay))
 		})
+		return
 	}
+	r.telemetry.buildLag.Record(ctx, r.now().Sub(b.ModTime).Seconds())
+	if dropped {
+		r.telemetry.build(ctx, outcomeDropped)
+		r.settle(ctx, b, checkpoint.Dropped, uint32(delivered))
+		return
+	}
+	r.telemetry.build(ctx, outcomeDelivered)
+	r.settle(ctx, b, checkpoint.Delivered, uint32(delivered))
 }
 
-// deliver runs one Consume call and records the outcome: success or a
-// permanent error settles the signal; other errors leave it for the next poll.
-func (r *compiletoolsReceiver) deliver(b discovery.Build, sig ffi.Signals, consume func() error) {
-	err := consume()
-	switch {
-	case err == nil:
-		r.state.done[b.Dir] |= sig
-	case consumererror.IsPermanent(err):
-		r.state.done[b.Dir] |= sig
-		r.logger.Warn("consumer rejected build permanently; dropping it", zap.String("path", b.Dir), zap.Error(err))
-	default:
-		r.logger.Debug("consumer failed; retrying on the next poll", zap.String("path", b.Dir), zap.Error(err))
-	}
-}
-
-func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals) ffi.Request {
+func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, gitSHA string) ffi.Request {
 	req := ffi.Request{
-		InvocationDir: b.Dir,
-		HostName:      r.hostName,
-		ServiceName:   r.cfg.ServiceName,
-		Signals:       signals,
+		InvocationDir:  b.Dir,
+		StatslogPath:   r.sideFile(b.Dir, capture.Statslog),
+		OutcomesPath:   r.sideFile(b.Dir, capture.Outcomes),
+		HostName:       r.hostName,
+		ServiceName:    r.cfg.ServiceName,
+		GitCommitSHA:   gitSHA,
+		Signals:        signals,
+		MetricsAsSpans: r.cfg.MetricsAsSpans,
+		Limits: ffi.Limits{
+			MaxFileBytes:    uint64(r.cfg.Limits.MaxFileSize),
+			MaxEvents:       uint64(r.cfg.Limits.MaxEvents),
+			MaxDepth:        uint32(r.cfg.Limits.MaxDepth),
+			MaxAttributeLen: uint32(r.cfg.Limits.MaxAttributeLength),
+		},
 	}
-	for k, v := range r.cfg.ResourceAttributes {
-		req.ResourceAttributes = append(req.ResourceAttributes, ffi.Attribute{Key: k, Value: v})
+	if req.StatslogPath == "" {
+		req.StatslogPath = r.mappedStatslog(b.Dir)
 	}
-	sortAttributes(req.ResourceAttributes)
+	keys := make([]string, 0, len(r.cfg.ResourceAttributes))
+	for k := range r.cfg.ResourceAttributes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // maps have no order; a re-read build must give identical bytes
+	for _, k := range keys {
+		req.ResourceAttributes = append(req.ResourceAttributes, ffi.Attribute{Key: k, Value: r.cfg.ResourceAttributes[k]})
+	}
 	return req
 }
 
-// sortAttributes gives user attributes a stable order (maps have none), so a
-// re-read build produces identical bytes.
-func sortAttributes(a []ffi.Attribute) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && strings.Compare(a[j-1].Key, a[j].Key) > 0; j-- {
-			a[j-1], a[j] = a[j], a[j-1]
+// sideFile returns the file name of a build: the original while it exists,
+// else the copy captured while the build ran, else "".
+func (r *compiletoolsReceiver) sideFile(dir, name string) string {
+	path := filepath.Join(dir, name)
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		return path
+	}
+	if r.capturer != nil {
+		return r.capturer.Path(dir, name)
+	}
+	return ""
+}
+
+// mappedStatslog returns the configured explicit statslog of a build.
+func (r *compiletoolsReceiver) mappedStatslog(dir string) string {
+	for _, m := range r.cfg.Capture.Statslogs {
+		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
+			return m.Path
 		}
 	}
+	return ""
 }

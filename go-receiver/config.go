@@ -6,9 +6,17 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"go.opentelemetry.io/collector/component"
 )
 
-// Config is the receiver's configuration (see README.md for every key).
+// Start positions for builds that exist when the receiver first starts
+// without checkpoints (filelog's vocabulary).
+const (
+	StartAtEnd       = "end"
+	StartAtBeginning = "beginning"
+)
+
+// Config is the receiver's configuration (README.md documents every key).
 type Config struct {
 	// Include lists doublestar globs of diagnostics parents (directories that
 	// hold invocation directories) or of invocation directories themselves.
@@ -17,49 +25,151 @@ type Config struct {
 	Exclude []string `mapstructure:"exclude"`
 	// PollInterval is how often the include globs are scanned.
 	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// SettleTimeout bounds how long a finished build waits while ct-cake's
+	// post-processing files (rule_outcomes.log, an auto ccache.statslog)
+	// still sit next to timing.json.
+	SettleTimeout time.Duration `mapstructure:"settle_timeout"`
+	// StartAt decides what happens to builds already on disk at the first
+	// start without checkpoints: "end" skips them, "beginning" sends them.
+	StartAt string `mapstructure:"start_at"`
+	// MaxAge skips builds whose timing.json is older than this (0: no limit).
+	MaxAge time.Duration `mapstructure:"max_age"`
+	// Storage names a storage extension that keeps per-build checkpoints
+	// across restarts; without it, sent builds are remembered in memory.
+	Storage *component.ID `mapstructure:"storage"`
+	// MaxConcurrentBuilds bounds builds parsed at once.
+	MaxConcurrentBuilds int `mapstructure:"max_concurrent_builds"`
+	// MaxBuildsPerPoll bounds builds started per poll; the rest wait.
+	MaxBuildsPerPoll int `mapstructure:"max_builds_per_poll"`
+	// Limits bound what the parser reads from one build.
+	Limits LimitsConfig `mapstructure:"limits"`
 	// HostName is `host.name` (and part of the trace id); default: os.Hostname().
 	HostName string `mapstructure:"host_name"`
 	// ServiceName is `service.name`.
 	ServiceName string `mapstructure:"service_name"`
 	// ResourceAttributes are added to every build's resource; built-in keys win.
 	ResourceAttributes map[string]string `mapstructure:"resource_attributes"`
+	// MetricsAsSpans emits ccache snapshots as spans instead of metrics.
+	MetricsAsSpans bool `mapstructure:"metrics_as_spans"`
+	// GitCommit controls `git.commit.sha`.
+	GitCommit GitCommitConfig `mapstructure:"git_commit"`
+	// Capture keeps ct-cake's transient files of running builds.
+	Capture CaptureConfig `mapstructure:"capture"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
 
+// LimitsConfig bounds untrusted input; 0 keeps the core's default.
+type LimitsConfig struct {
+	MaxFileSize        int64 `mapstructure:"max_file_size"`
+	MaxEvents          int64 `mapstructure:"max_events"`
+	MaxDepth           int   `mapstructure:"max_depth"`
+	MaxAttributeLength int   `mapstructure:"max_attribute_length"`
+
+	_ struct{}
+}
+
+// GitCommitConfig: the source tree's HEAD is only the build's commit shortly
+// after the build; later it may have moved, and a guess is worse than nothing.
+type GitCommitConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// MaxLag is the longest time after the build's end at which HEAD is
+	// still trusted to be the build's commit.
+	MaxLag time.Duration `mapstructure:"max_lag"`
+
+	_ struct{}
+}
+
+// CaptureConfig: ct-cake deletes an auto ccache.statslog and
+// rule_outcomes.log right after writing timing.json; capturing them while
+// the build runs keeps their data for that build.
+type CaptureConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Directory holds captured files; on the builds' filesystem a capture is
+	// a hard link (no copy). Default: <os temp dir>/otelcol-compiletools-capture.
+	Directory string `mapstructure:"directory"`
+	// Statslogs maps builds to explicit-path ccache statslogs
+	// (`--ccache-statslog=PATH`) that live outside the invocation directory.
+	Statslogs []StatslogMapping `mapstructure:"statslogs"`
+
+	_ struct{}
+}
+
+// StatslogMapping: builds whose invocation directory matches Include use
+// the statslog at Path.
+type StatslogMapping struct {
+	Include string `mapstructure:"include"`
+	Path    string `mapstructure:"path"`
+
+	_ struct{}
+}
+
 func createDefaultConfig() *Config {
 	return &Config{
-		PollInterval: 5 * time.Second,
-		ServiceName:  "compiletools",
+		PollInterval:        5 * time.Second,
+		SettleTimeout:       30 * time.Second,
+		StartAt:             StartAtEnd,
+		MaxConcurrentBuilds: 2,
+		MaxBuildsPerPoll:    100,
+		ServiceName:         "compiletools",
+		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
+		Capture:             CaptureConfig{Enabled: true},
 	}
 }
 
 // Validate reports every problem of the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(c.Include) == 0 {
 		errs = append(errs, errors.New("include: at least one glob of a diagnostics directory is required"))
 	}
-	for i, p := range c.Include {
-		if p == "" {
-			errs = append(errs, fmt.Errorf("include[%d]: empty pattern", i))
-		} else if !doublestar.ValidatePathPattern(p) {
-			errs = append(errs, fmt.Errorf("include[%d]: invalid glob %q", i, p))
+	checkGlobs := func(key string, patterns []string) {
+		for i, p := range patterns {
+			if p == "" {
+				add("%s[%d]: empty pattern", key, i)
+			} else if !doublestar.ValidatePathPattern(p) {
+				add("%s[%d]: invalid glob %q", key, i, p)
+			}
 		}
 	}
-	for i, p := range c.Exclude {
-		if p == "" {
-			errs = append(errs, fmt.Errorf("exclude[%d]: empty pattern", i))
-		} else if !doublestar.ValidatePathPattern(p) {
-			errs = append(errs, fmt.Errorf("exclude[%d]: invalid glob %q", i, p))
-		}
-	}
+	checkGlobs("include", c.Include)
+	checkGlobs("exclude", c.Exclude)
 	if c.PollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("poll_interval: must be positive, got %s", c.PollInterval))
+		add("poll_interval: must be positive, got %s", c.PollInterval)
+	}
+	if c.SettleTimeout < 0 {
+		add("settle_timeout: must not be negative, got %s", c.SettleTimeout)
+	}
+	if c.StartAt != StartAtEnd && c.StartAt != StartAtBeginning {
+		add("start_at: must be %q or %q, got %q", StartAtEnd, StartAtBeginning, c.StartAt)
+	}
+	if c.MaxAge < 0 {
+		add("max_age: must not be negative, got %s", c.MaxAge)
+	}
+	if c.MaxConcurrentBuilds < 1 {
+		add("max_concurrent_builds: must be at least 1, got %d", c.MaxConcurrentBuilds)
+	}
+	if c.MaxBuildsPerPoll < 1 {
+		add("max_builds_per_poll: must be at least 1, got %d", c.MaxBuildsPerPoll)
+	}
+	if c.Limits.MaxFileSize < 0 || c.Limits.MaxEvents < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxAttributeLength < 0 {
+		add("limits: values must not be negative (0 keeps the default)")
 	}
 	if c.ServiceName == "" {
-		errs = append(errs, errors.New("service_name: must not be empty"))
+		add("service_name: must not be empty")
+	}
+	if c.GitCommit.MaxLag < 0 {
+		add("git_commit.max_lag: must not be negative, got %s", c.GitCommit.MaxLag)
+	}
+	for i, m := range c.Capture.Statslogs {
+		if m.Include == "" || !doublestar.ValidatePathPattern(m.Include) {
+			add("capture.statslogs[%d].include: invalid glob %q", i, m.Include)
+		}
+		if m.Path == "" {
+			add("capture.statslogs[%d].path: must not be empty", i)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -5,41 +5,53 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 // compiletoolsReceiver polls the configured directories and sends every
-// finished build once to the traces and metrics consumers.
+// finished build once to the traces and metrics consumers. One instance
+// serves both signals of a receiver ID (see factory.go).
 type compiletoolsReceiver struct {
-	cfg      *Config
-	set      receiver.Settings
-	logger   *zap.Logger
-	finder   discovery.Finder
-	hostName string
-	onStop   func()
+	cfg    *Config
+	set    receiver.Settings
+	logger *zap.Logger
+	finder discovery.Finder
+	onStop func()
 
 	traces     consumer.Traces
 	metrics    consumer.Metrics
 	obsTraces  *receiverhelper.ObsReport
 	obsMetrics *receiverhelper.ObsReport
 
-	// state is touched only by the poll goroutine.
-	state *buildState
+	// Set up in Start.
+	hostName  string
+	store     *checkpoint.Store
+	capturer  *capture.Capturer
+	telemetry *selfTelemetry
+	pending   *pendingBuilds
+	// firstPoll applies start_at once, on the first poll after Start.
+	firstPoll bool
 
 	startOnce sync.Once
 	stopOnce  sync.Once
 	cancel    context.CancelFunc
 	done      chan struct{}
+	// now is the clock; tests replace it.
+	now func() time.Time
 }
 
 var errConsumerTwice = errors.New("compiletools receiver: a consumer for this signal is already registered")
@@ -51,17 +63,21 @@ func newReceiver(cfg *Config, set receiver.Settings, onStop func()) *compiletool
 		logger: set.Logger,
 		finder: discovery.Finder{Include: cfg.Include, Exclude: cfg.Exclude},
 		onStop: onStop,
-		state:  newBuildState(),
+		now:    time.Now,
 	}
+}
+
+func (r *compiletoolsReceiver) newObsReport() (*receiverhelper.ObsReport, error) {
+	return receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID: r.set.ID, Transport: "file", ReceiverCreateSettings: r.set,
+	})
 }
 
 func (r *compiletoolsReceiver) setTracesConsumer(next consumer.Traces) error {
 	if r.traces != nil {
 		return errConsumerTwice
 	}
-	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
-		ReceiverID: r.set.ID, Transport: "file", ReceiverCreateSettings: r.set,
-	})
+	obs, err := r.newObsReport()
 	if err != nil {
 		return err
 	}
@@ -73,9 +89,7 @@ func (r *compiletoolsReceiver) setMetricsConsumer(next consumer.Metrics) error {
 	if r.metrics != nil {
 		return errConsumerTwice
 	}
-	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
-		ReceiverID: r.set.ID, Transport: "file", ReceiverCreateSettings: r.set,
-	})
+	obs, err := r.newObsReport()
 	if err != nil {
 		return err
 	}
@@ -83,31 +97,82 @@ func (r *compiletoolsReceiver) setMetricsConsumer(next consumer.Metrics) error {
 	return nil
 }
 
-// Start checks the Rust core and starts polling in the background; it never
-// blocks on disk work. Starting the shared instance twice is a no-op.
-func (r *compiletoolsReceiver) Start(_ context.Context, _ component.Host) error {
+// Start checks the Rust core, loads checkpoints and starts polling in the
+// background; it never blocks on scanning. Starting twice is a no-op.
+func (r *compiletoolsReceiver) Start(ctx context.Context, host component.Host) error {
 	var err error
-	r.startOnce.Do(func() {
-		if err = ffi.CheckABI(); err != nil {
-			return
-		}
-		r.hostName = r.cfg.HostName
-		if r.hostName == "" {
-			if r.hostName, err = os.Hostname(); err != nil {
-				err = fmt.Errorf("compiletools receiver: host_name is not set and os.Hostname failed: %w", err)
-				return
-			}
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r.cancel = cancel
-		r.done = make(chan struct{})
-		go r.run(ctx)
-	})
+	r.startOnce.Do(func() { err = r.start(ctx, host) })
 	return err
 }
 
-// Shutdown stops polling, cancels a build in flight in the core, and waits
-// for the poll goroutine within ctx. Safe before Start and when repeated.
+func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) error {
+	if err := ffi.CheckABI(); err != nil {
+		return err
+	}
+	r.hostName = r.cfg.HostName
+	if r.hostName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("compiletools receiver: host_name is not set and os.Hostname failed: %w", err)
+		}
+		r.hostName = h
+	}
+	store, err := r.openStore(ctx, host)
+	if err != nil {
+		return err
+	}
+	if r.cfg.Capture.Enabled {
+		dir := r.cfg.Capture.Directory
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "otelcol-compiletools-capture", sanitize(r.set.ID.String()))
+		}
+		if r.capturer, err = capture.New(dir); err != nil {
+			_ = store.Close(ctx)
+			return fmt.Errorf("compiletools receiver: %w", err)
+		}
+	}
+	if r.telemetry, err = newSelfTelemetry(r.set.TelemetrySettings); err != nil {
+		_ = store.Close(ctx)
+		return err
+	}
+	r.store = store
+	r.pending = newPendingBuilds()
+	r.firstPoll = true
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	go r.run(runCtx)
+	return nil
+}
+
+// openStore opens the configured storage extension's client, or a memory store.
+func (r *compiletoolsReceiver) openStore(ctx context.Context, host component.Host) (*checkpoint.Store, error) {
+	if r.cfg.Storage == nil {
+		return checkpoint.NewMemory(), nil
+	}
+	ext, ok := host.GetExtensions()[*r.cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("compiletools receiver: storage extension %q not found (is it listed under service.extensions?)", r.cfg.Storage)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("compiletools receiver: extension %q is not a storage extension", r.cfg.Storage)
+	}
+	client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "")
+	if err != nil {
+		return nil, fmt.Errorf("compiletools receiver: storage %q: %w", r.cfg.Storage, err)
+	}
+	store, err := checkpoint.Open(ctx, client)
+	if err != nil {
+		_ = client.Close(ctx)
+		return nil, fmt.Errorf("compiletools receiver: storage %q: %w", r.cfg.Storage, err)
+	}
+	return store, nil
+}
+
+// Shutdown stops polling, cancels a parse in flight in the core, waits for
+// the workers within ctx and closes the storage client. Safe before Start
+// and when repeated.
 func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 	var err error
 	r.stopOnce.Do(func() {
@@ -123,7 +188,10 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 		case <-r.done:
 		case <-ctx.Done():
 			err = fmt.Errorf("compiletools receiver: shutdown: %w", ctx.Err())
+			return // the poll goroutine still uses the store: leave it open
 		}
+		r.telemetry.shutdown()
+		err = r.store.Close(ctx)
 	})
 	return err
 }
@@ -142,21 +210,13 @@ func (r *compiletoolsReceiver) run(ctx context.Context) {
 	}
 }
 
-// poll sends every finished build not sent yet, oldest first.
-func (r *compiletoolsReceiver) poll(ctx context.Context) {
-	builds, problems := r.finder.Find()
-	for _, p := range problems {
-		if r.state.firstProblem(p.Path) {
-			r.logger.Warn("cannot examine path; skipping it", zap.String("path", p.Path), zap.Error(p.Err))
+// sanitize makes a component ID usable as a directory name.
+func sanitize(id string) string {
+	out := []byte(id)
+	for i, c := range out {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			out[i] = '_'
 		}
 	}
-	for _, b := range builds {
-		if ctx.Err() != nil {
-			return
-		}
-		if r.state.finished(b.Dir) {
-			continue
-		}
-		r.processBuild(ctx, b)
-	}
+	return string(out)
 }

@@ -31,6 +31,8 @@ func testConfig(include ...string) *Config {
 	cfg.Include = include
 	cfg.PollInterval = 20 * time.Millisecond
 	cfg.HostName = "test-host"
+	cfg.StartAt = StartAtBeginning
+	cfg.Capture.Directory = filepath.Join(os.TempDir(), "ct-capture-test")
 	return cfg
 }
 
@@ -153,7 +155,12 @@ func TestBuildStillRunningIsNotEmitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(running, "timing.json"), data, 0o644); err != nil {
+	// Like ct-cake: write a temporary file, then rename it into place.
+	tmp := filepath.Join(running, ".tmp.timing.json.abcdefgh.42")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(running, "timing.json")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the finished build", func() bool { return sink.SpanCount() > 0 })

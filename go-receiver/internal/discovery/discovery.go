@@ -1,5 +1,6 @@
-// Package discovery finds finished compiletools builds on disk: invocation
-// directories (`YYYYMMDDTHHMMSS-PID`) that hold a `timing.json`.
+// Package discovery finds compiletools builds on disk: invocation
+// directories (`YYYYMMDDTHHMMSS-PID`) under the include globs, finished when
+// they hold a `timing.json`.
 package discovery
 
 import (
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -24,6 +26,9 @@ type Build struct {
 	Dir       string // path as found through the include globs
 	Timestamp string // YYYYMMDDTHHMMSS from the name (local time of the build host)
 	PID       uint64
+	// Identity of timing.json: it is written once, so these never change.
+	ModTime time.Time
+	Size    int64
 }
 
 // ID is the directory name, compiletools' invocation id.
@@ -35,7 +40,21 @@ type Problem struct {
 	Err  error
 }
 
-// Finder resolves include/exclude globs into finished builds.
+// Scan is what one pass over the include globs found.
+type Scan struct {
+	// Finished builds not skipped by the caller, oldest first by
+	// (timestamp, numeric PID) — compiletools' own order; plain string
+	// order gets PIDs of different widths wrong.
+	Finished []Build
+	// Running lists invocation directories without timing.json yet.
+	Running []string
+	// Seen holds every invocation directory matched, including skipped ones.
+	Seen map[string]struct{}
+	// Problems are paths that could not be examined.
+	Problems []Problem
+}
+
+// Finder resolves include/exclude globs into builds.
 type Finder struct {
 	Include []string
 	Exclude []string
@@ -44,18 +63,21 @@ type Finder struct {
 // IsInvocationDirName reports whether name looks like an invocation id.
 func IsInvocationDirName(name string) bool { return invocationID.MatchString(name) }
 
-// Find returns every finished build under the include globs, oldest first by
-// (timestamp, numeric PID) — compiletools' own "newest" order, which plain
-// string order gets wrong for PIDs of different widths.
-func (f Finder) Find() ([]Build, []Problem) {
-	seen := map[string]bool{}
-	var builds []Build
-	var problems []Problem
+var errNotRegular = errors.New("not a regular file")
+
+// Find scans the include globs. Directories for which skip returns true
+// (builds already settled) are only recorded in Seen, never stat'ed again:
+// that keeps an idle poll over thousands of old builds cheap.
+func (f Finder) Find(skip func(dir string) bool) Scan {
+	s := Scan{Seen: map[string]struct{}{}}
 	consider := func(dir string) {
-		if seen[dir] || f.excluded(dir) {
+		if _, dup := s.Seen[dir]; dup || f.excluded(dir) {
 			return
 		}
-		seen[dir] = true
+		s.Seen[dir] = struct{}{}
+		if skip != nil && skip(dir) {
+			return
+		}
 		m := invocationID.FindStringSubmatch(filepath.Base(dir))
 		if m == nil {
 			return
@@ -64,29 +86,36 @@ func (f Finder) Find() ([]Build, []Problem) {
 		if err != nil {
 			return // PID wider than 64 bits: not something compiletools writes
 		}
-		st, err := os.Stat(filepath.Join(dir, TimingFile))
-		if err != nil {
-			if !os.IsNotExist(err) {
-				problems = append(problems, Problem{Path: filepath.Join(dir, TimingFile), Err: err})
-			}
-			return // no timing.json yet: still running, or timing disabled
+		timing := filepath.Join(dir, TimingFile)
+		st, err := os.Stat(timing)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			s.Running = append(s.Running, dir) // still running, died, or timing disabled
+		case err != nil:
+			s.Problems = append(s.Problems, Problem{Path: timing, Err: err})
+		case !st.Mode().IsRegular():
+			s.Problems = append(s.Problems, Problem{Path: timing, Err: errNotRegular})
+		default:
+			s.Finished = append(s.Finished, Build{Dir: dir, Timestamp: m[1], PID: pid, ModTime: st.ModTime(), Size: st.Size()})
 		}
-		if st.IsDir() {
-			problems = append(problems, Problem{Path: filepath.Join(dir, TimingFile), Err: errNotRegular})
-			return
-		}
-		builds = append(builds, Build{Dir: dir, Timestamp: m[1], PID: pid})
 	}
 
 	for _, pattern := range f.Include {
 		matches, err := doublestar.FilepathGlob(pattern, doublestar.WithNoFollow())
 		if err != nil {
-			problems = append(problems, Problem{Path: pattern, Err: err})
+			s.Problems = append(s.Problems, Problem{Path: pattern, Err: err})
 			continue
 		}
 		for _, match := range matches {
+			match = filepath.Clean(match)
 			info, err := os.Stat(match)
-			if err != nil || !info.IsDir() {
+			if err != nil {
+				if !errors.Is(err, os.ErrNotExist) { // vanished between glob and stat is normal
+					s.Problems = append(s.Problems, Problem{Path: match, Err: err})
+				}
+				continue
+			}
+			if !info.IsDir() {
 				continue
 			}
 			if IsInvocationDirName(filepath.Base(match)) {
@@ -96,26 +125,33 @@ func (f Finder) Find() ([]Build, []Problem) {
 			// A diagnostics parent: its invocation directories are its children.
 			entries, err := os.ReadDir(match)
 			if err != nil {
-				problems = append(problems, Problem{Path: match, Err: err})
+				if !errors.Is(err, os.ErrNotExist) {
+					s.Problems = append(s.Problems, Problem{Path: match, Err: err})
+				}
 				continue
 			}
 			for _, e := range entries {
+				// Only real directories: a symlinked invocation directory
+				// could lead out of the configured roots.
 				if e.IsDir() && IsInvocationDirName(e.Name()) {
 					consider(filepath.Join(match, e.Name()))
 				}
 			}
 		}
 	}
-	sort.Slice(builds, func(i, j int) bool {
-		if builds[i].Timestamp != builds[j].Timestamp {
-			return builds[i].Timestamp < builds[j].Timestamp
-		}
-		if builds[i].PID != builds[j].PID {
-			return builds[i].PID < builds[j].PID
-		}
-		return builds[i].Dir < builds[j].Dir
-	})
-	return builds, problems
+	sort.Slice(s.Finished, func(i, j int) bool { return Less(s.Finished[i], s.Finished[j]) })
+	return s
+}
+
+// Less orders builds oldest first by (timestamp, numeric PID, path).
+func Less(a, b Build) bool {
+	if a.Timestamp != b.Timestamp {
+		return a.Timestamp < b.Timestamp
+	}
+	if a.PID != b.PID {
+		return a.PID < b.PID
+	}
+	return a.Dir < b.Dir
 }
 
 func (f Finder) excluded(dir string) bool {
@@ -126,5 +162,3 @@ func (f Finder) excluded(dir string) bool {
 	}
 	return false
 }
-
-var errNotRegular = errors.New("not a regular file")

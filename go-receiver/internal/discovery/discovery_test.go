@@ -34,10 +34,11 @@ func TestFindOrdersByTimestampThenNumericPID(t *testing.T) {
 	mkBuild(t, parent, "20261130T100000-1000", true)
 	mkBuild(t, parent, "20261130T100000-999", true)
 	mkBuild(t, parent, "20261129T235959-5", true)
-	builds, problems := Finder{Include: []string{parent}}.Find()
-	if len(problems) != 0 {
-		t.Fatal(problems)
+	scan := Finder{Include: []string{parent}}.Find(nil)
+	if len(scan.Problems) != 0 {
+		t.Fatal(scan.Problems)
 	}
+	builds := scan.Finished
 	want := []string{"20261129T235959-5", "20261130T100000-999", "20261130T100000-1000"}
 	if got := ids(builds); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -57,9 +58,12 @@ func TestFindSkipsUnfinishedAndForeignEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(leftover, ".tmp.timing.json.abcdefgh.5"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	builds, _ := Finder{Include: []string{parent}}.Find()
-	if got := ids(builds); !reflect.DeepEqual(got, []string{"20261130T100000-1"}) {
+	scan := Finder{Include: []string{parent}}.Find(nil)
+	if got := ids(scan.Finished); !reflect.DeepEqual(got, []string{"20261130T100000-1"}) {
 		t.Fatalf("got %v", got)
+	}
+	if len(scan.Running) != 2 {
+		t.Fatalf("want two running builds, got %v", scan.Running)
 	}
 }
 
@@ -74,7 +78,7 @@ func TestFindGlobsParentsAndInvocationDirsAndExcludes(t *testing.T) {
 		Include: []string{filepath.Join(root, "**", "diagnostics"), direct, direct},
 		Exclude: []string{filepath.Join(root, "proj-b", "**")},
 	}
-	builds, _ := f.Find()
+	builds := f.Find(nil).Finished
 	if got := ids(builds); !reflect.DeepEqual(got, []string{"20261130T100000-1", "20261130T100000-3"}) {
 		t.Fatalf("got %v", got)
 	}
@@ -86,8 +90,33 @@ func TestTimingJSONThatIsADirectoryIsAProblem(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, TimingFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	builds, problems := Finder{Include: []string{parent}}.Find()
-	if len(builds) != 0 || len(problems) != 1 || problems[0].Path != filepath.Join(dir, TimingFile) {
-		t.Fatalf("builds %v problems %v", builds, problems)
+	scan := Finder{Include: []string{parent}}.Find(nil)
+	if len(scan.Finished) != 0 || len(scan.Problems) != 1 || scan.Problems[0].Path != filepath.Join(dir, TimingFile) {
+		t.Fatalf("scan %+v", scan)
+	}
+}
+
+func TestSkippedBuildsAreSeenButNotReturned(t *testing.T) {
+	parent := t.TempDir()
+	old := mkBuild(t, parent, "20261130T100000-1", true)
+	mkBuild(t, parent, "20261130T100001-2", true)
+	scan := Finder{Include: []string{parent}}.Find(func(dir string) bool { return dir == old })
+	if got := ids(scan.Finished); !reflect.DeepEqual(got, []string{"20261130T100001-2"}) {
+		t.Fatalf("got %v", got)
+	}
+	if _, ok := scan.Seen[old]; !ok || len(scan.Seen) != 2 {
+		t.Fatalf("seen %v", scan.Seen)
+	}
+}
+
+func TestSymlinkedInvocationDirIsNotFollowed(t *testing.T) {
+	outside := t.TempDir()
+	target := mkBuild(t, outside, "20261130T100000-1", true)
+	parent := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(parent, "20261130T100000-1")); err != nil {
+		t.Fatal(err)
+	}
+	if scan := (Finder{Include: []string{parent}}).Find(nil); len(scan.Finished) != 0 {
+		t.Fatalf("followed a symlink out of the root: %v", scan.Finished)
 	}
 }

@@ -1,0 +1,116 @@
+// Package gitsha reads the commit a source tree's HEAD points at, without
+// running git: the receiver must not spawn processes per build.
+package gitsha
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) // SHA-1 or SHA-256 object names
+
+// ErrNoRepository means no `.git` was found above the start directory.
+var ErrNoRepository = errors.New("no git repository above the build directory")
+
+// maxRefDepth bounds chains of symbolic refs (git itself allows 5).
+const maxRefDepth = 5
+
+// Head returns the commit of HEAD of the repository containing start,
+// searching start and its parents for `.git` (a directory, or a file with
+// `gitdir:` as in worktrees and submodules).
+func Head(start string) (string, error) {
+	gitDir, err := findGitDir(start)
+	if err != nil {
+		return "", err
+	}
+	commonDir := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		commonDir = c
+	}
+	return resolve(gitDir, commonDir, "HEAD", 0)
+}
+
+func findGitDir(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		candidate := filepath.Join(dir, ".git")
+		if st, err := os.Stat(candidate); err == nil {
+			if st.IsDir() {
+				return candidate, nil
+			}
+			b, err := os.ReadFile(candidate)
+			if err != nil {
+				return "", err
+			}
+			target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+			if !ok {
+				return "", fmt.Errorf("%s: not a gitdir file", candidate)
+			}
+			target = strings.TrimSpace(target)
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(dir, target)
+			}
+			return target, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoRepository
+		}
+		dir = parent
+	}
+}
+
+// resolve follows ref (HEAD or refs/…) to an object name. Per-worktree refs
+// (HEAD) live in gitDir, shared ones in commonDir.
+func resolve(gitDir, commonDir, ref string, depth int) (string, error) {
+	if depth > maxRefDepth {
+		return "", fmt.Errorf("symbolic ref chain too long at %s", ref)
+	}
+	for _, base := range []string{gitDir, commonDir} {
+		b, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(ref)))
+		if err != nil {
+			continue
+		}
+		content := strings.TrimSpace(string(b))
+		if target, ok := strings.CutPrefix(content, "ref:"); ok {
+			return resolve(gitDir, commonDir, strings.TrimSpace(target), depth+1)
+		}
+		if fullSHA.MatchString(content) {
+			return content, nil
+		}
+		return "", fmt.Errorf("%s: unexpected content", ref)
+	}
+	return packedRef(commonDir, ref)
+}
+
+func packedRef(commonDir, ref string) (string, error) {
+	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	if err != nil {
+		return "", fmt.Errorf("ref %s not found", ref)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "^") {
+			continue
+		}
+		sha, name, ok := strings.Cut(line, " ")
+		if ok && name == ref && fullSHA.MatchString(sha) {
+			return sha, nil
+		}
+	}
+	return "", fmt.Errorf("ref %s not found (unborn branch?)", ref)
+}
