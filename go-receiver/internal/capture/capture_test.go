@@ -34,7 +34,7 @@ func TestHardLinkKeepsAppendsAfterDeletion(t *testing.T) {
 		t.Fatalf("observe: %d %v", n, err)
 	}
 	appendTo(t, src, "# /b.cpp\ndirect_cache_hit\n") // ccache appends after the capture
-	if err := os.Remove(src); err != nil {               // ct-cake deletes it
+	if err := os.Remove(src); err != nil {           // ct-cake deletes it
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(c.Path(build, Statslog))

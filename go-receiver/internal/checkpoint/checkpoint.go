@@ -39,7 +39,9 @@ type Record struct {
 }
 
 // Matches reports whether r describes the timing.json with this identity.
-func (r Record) Matches(modNs, size int64) bool { return r.TimingModNs == modNs && r.TimingSize == size }
+func (r Record) Matches(modNs, size int64) bool {
+	return r.TimingModNs == modNs && r.TimingSize == size
+}
 
 const (
 	keyPrefix = "v1/build/"
