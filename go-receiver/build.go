@@ -2,12 +2,15 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.uber.org/zap"
 
@@ -19,9 +22,6 @@ import (
 
 // dataFormat names what the receiver reads, for its ObsReport telemetry.
 const dataFormat = "compiletools"
-
-// maxRetryDelay caps the backoff between delivery attempts of one build.
-const maxRetryDelay = 5 * time.Minute
 
 // consumedSignals lists the signals that have a consumer.
 func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
@@ -100,15 +100,13 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		record(ffi.SignalMetrics, err)
 	}
 
-	if retry {
+	if retry && r.scheduleRetry(b.Dir, delivered) {
 		r.telemetry.build(ctx, outcomeRetried)
-		r.pending.update(b.Dir, func(p *pendingBuild) {
-			p.delivered = delivered
-			p.attempts++
-			delay := r.cfg.PollInterval << min(p.attempts, 16)
-			p.nextAttempt = r.now().Add(min(delay, maxRetryDelay))
-		})
 		return
+	}
+	if retry {
+		dropped = true // retries disabled or their time budget spent
+		r.logger.Warn("consumer kept failing; dropping build", zap.String("path", b.Dir))
 	}
 	r.telemetry.buildLag.Record(ctx, r.now().Sub(b.ModTime).Seconds())
 	if dropped {
@@ -172,4 +170,40 @@ func (r *compiletoolsReceiver) mappedStatslog(dir string) string {
 		}
 	}
 	return ""
+}
+
+// scheduleRetry books the next attempt of a build after a retryable error,
+// with exponential backoff; false means the build must be given up.
+func (r *compiletoolsReceiver) scheduleRetry(dir string, delivered ffi.Signals) bool {
+	rc := r.cfg.RetryOnFailure
+	if !rc.Enabled {
+		return false
+	}
+	now := r.now()
+	ok := true
+	r.pending.update(dir, func(p *pendingBuild) {
+		p.delivered = delivered
+		if p.attempts == 0 {
+			p.firstFailure = now
+		}
+		p.attempts++
+		if rc.MaxElapsedTime > 0 && now.Sub(p.firstFailure) > rc.MaxElapsedTime {
+			ok = false
+			return
+		}
+		p.nextAttempt = now.Add(backoff(rc, p.attempts))
+	})
+	return ok
+}
+
+// backoff is the delay before attempt n+1 after n failures.
+func backoff(rc configretry.BackOffConfig, n int) time.Duration {
+	d := float64(rc.InitialInterval) * math.Pow(max(rc.Multiplier, 1), float64(n-1))
+	if rc.MaxInterval > 0 {
+		d = math.Min(d, float64(rc.MaxInterval))
+	}
+	if f := rc.RandomizationFactor; f > 0 {
+		d *= 1 - f + 2*f*rand.Float64()
+	}
+	return time.Duration(d)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configretry"
 )
 
 // Start positions for builds that exist when the receiver first starts
@@ -41,6 +42,10 @@ type Config struct {
 	MaxConcurrentBuilds int `mapstructure:"max_concurrent_builds"`
 	// MaxBuildsPerPoll bounds builds started per poll; the rest wait.
 	MaxBuildsPerPoll int `mapstructure:"max_builds_per_poll"`
+	// RetryOnFailure paces redelivery of a build after a retryable consumer
+	// error. max_elapsed_time 0 (the default here) retries for as long as the
+	// build is on disk; with retries disabled a failed build is dropped.
+	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
 	// Limits bound what the parser reads from one build.
 	Limits LimitsConfig `mapstructure:"limits"`
 	// HostName is `host.name` (and part of the trace id); default: os.Hostname().
@@ -106,7 +111,10 @@ type StatslogMapping struct {
 }
 
 func createDefaultConfig() *Config {
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.MaxElapsedTime = 0
 	return &Config{
+		RetryOnFailure:      retry,
 		PollInterval:        5 * time.Second,
 		SettleTimeout:       30 * time.Second,
 		StartAt:             StartAtEnd,

@@ -11,11 +11,12 @@ import (
 // settled yet. It lives in memory: after a restart a half-delivered build is
 // sent again whole, which deterministic IDs make an exact duplicate.
 type pendingBuild struct {
-	delivered   ffi.Signals // signals every consumer of which accepted the build
-	attempts    int         // failed delivery attempts so far
-	nextAttempt time.Time   // retry backoff
-	gitSHA      string      // HEAD read when the build was first seen, if in time
-	gitChecked  bool
+	delivered    ffi.Signals // signals every consumer of which accepted the build
+	attempts     int         // failed delivery attempts so far
+	firstFailure time.Time   // start of the retry budget (max_elapsed_time)
+	nextAttempt  time.Time   // retry backoff
+	gitSHA       string      // HEAD read when the build was first seen, if in time
+	gitChecked   bool
 }
 
 type pendingBuilds struct {

@@ -32,6 +32,8 @@ func testConfig(include ...string) *Config {
 	cfg.PollInterval = 20 * time.Millisecond
 	cfg.HostName = "test-host"
 	cfg.StartAt = StartAtBeginning
+	cfg.RetryOnFailure.InitialInterval = 10 * time.Millisecond
+	cfg.RetryOnFailure.MaxInterval = 50 * time.Millisecond
 	cfg.Capture.Directory = filepath.Join(os.TempDir(), "ct-capture-test")
 	return cfg
 }
