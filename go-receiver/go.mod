@@ -23,6 +23,7 @@ require (
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
+	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 )
 
