@@ -6,13 +6,16 @@
 //! the Go receiver through a C ABI that never lets a panic escape.
 
 pub mod cancel;
+pub mod cas;
 pub mod error;
 pub mod ffi;
 pub mod ids;
+pub mod input;
 pub mod otlp;
 pub mod pipeline;
 pub mod request;
 pub mod timing;
+pub mod warnings;
 
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};

@@ -1,0 +1,74 @@
+//! The command-hash stores, pch and pcm (spec §6.4, §6.5): every real
+//! `<cell>/<16 hex>/` directory is one entry, whatever it holds.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::buckets::{BucketTable, Totals};
+use super::manifest::{read_key, Fallback, ManifestKey};
+use super::names::is_hex_name;
+use super::scan::{for_each_entry, members, Scan};
+use super::stats::AnomalyKind;
+use crate::Error;
+
+/// Manifest file inside each command-hash directory.
+const MANIFEST: &str = "manifest.json";
+
+/// Scans a pch (`key_field` = `header_realpath`) or pcm (`bucket_key`) cell.
+pub(crate) fn scan(scan: &mut Scan, cell: &Path, key_field: &str) -> Result<Totals, Error> {
+    let dirs = members(scan, cell, |name| is_hex_name(name, 16))?;
+    let mut table = BucketTable::default();
+    for dir in dirs {
+        scan.tick()?;
+        let manifest = dir.path.join(MANIFEST);
+        let key = match read_key(&manifest, key_field, scan.limits.max_manifest_bytes) {
+            ManifestKey::Key(key) => key,
+            ManifestKey::Unknown(fallback) => {
+                record(scan, &manifest, key_field, fallback);
+                // `<unknown:<cmd_hash>>` keeps unrelated orphans apart.
+                [&b"<unknown:"[..], dir.name.as_bytes(), b">"].concat()
+            }
+        };
+        table.add(key, dir_size(scan, &dir.path)?);
+    }
+    Ok(table.totals())
+}
+
+/// Σ `st_size` of the regular, non-symlink files directly inside `dir`:
+/// the artefact, manifest, staged header, locks and temps alike (parity:
+/// compiletools' `_dir_size_bytes`). A directory that cannot be listed
+/// still counts as an entry, with the bytes seen so far.
+fn dir_size(scan: &mut Scan, dir: &Path) -> Result<u64, Error> {
+    let mut total: u64 = 0;
+    for_each_entry(scan, dir, |scan, entry| {
+        // Python's `is_file(follow_symlinks=False)` is False when lstat
+        // fails, so such an entry is silently not a file.
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            match entry.metadata() {
+                Ok(m) => total = total.saturating_add(m.len()),
+                Err(e) => scan.note(AnomalyKind::StatFailed, &entry.path(), format!("vanished or unreadable: {e}")),
+            }
+        }
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+fn record(scan: &mut Scan, manifest: &Path, key_field: &str, fallback: Fallback) {
+    let (kind, detail) = match fallback {
+        Fallback::Missing => (AnomalyKind::ManifestMissing, "absent".to_owned()),
+        Fallback::Invalid(why) => (AnomalyKind::ManifestInvalid, why),
+        Fallback::WithoutKey => (AnomalyKind::ManifestWithoutKey, format!("no usable {key_field:?}")),
+        Fallback::CrashCompat(why) => (AnomalyKind::ManifestCrashCompat, format!("{why}; treated as missing")),
+        Fallback::NonString { what, unhashable: true } => (
+            AnomalyKind::ManifestCrashCompat,
+            format!("{key_field:?} is {what} (unhashable in compiletools); treated as missing"),
+        ),
+        Fallback::NonString { what, unhashable: false } => (
+            AnomalyKind::ManifestNonStringKey,
+            format!("{key_field:?} is {what}; treated as missing"),
+        ),
+        Fallback::Skipped(why) => (AnomalyKind::ManifestSkipped, why),
+    };
+    scan.note(kind, manifest, detail);
+}

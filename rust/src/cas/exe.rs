@@ -1,0 +1,83 @@
+//! The linked-artefact store (spec §6.6):
+//! `<cell>/<2 hex>/<basename>_<link_key>{.exe,.a,.so}`, bucket key
+//! (`source_realpath` from `<entry>.manifest` or `<unknown:<basename>:<suffix>>`,
+//! suffix).
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use super::buckets::{BucketTable, Totals};
+use super::manifest::{read_key, Fallback, ManifestKey};
+use super::names::{is_hex_name, split_exe_name, ExeSuffix};
+use super::scan::{for_each_entry, members, Scan};
+use super::stats::AnomalyKind;
+use crate::Error;
+
+const KEY_FIELD: &str = "source_realpath";
+
+pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
+    let shards = members(scan, cell, |name| is_hex_name(name, 2))?;
+    let mut table: BucketTable<(Vec<u8>, ExeSuffix)> = BucketTable::default();
+    for shard in shards {
+        scan.check_cancel()?;
+        for_each_entry(scan, &shard.path, |scan, entry| {
+            let name = entry.file_name();
+            let Some((basename, suffix)) = split_exe_name(name.as_bytes()) else {
+                return Ok(()); // lock, manifest, result, xml, publish temp, …
+            };
+            // Only regular files: symlinks are ignored whatever they point
+            // at (parity: `is_file(follow_symlinks=False)`).
+            match entry.file_type() {
+                Ok(t) if t.is_file() => {}
+                Ok(t) if t.is_symlink() => {
+                    scan.note(AnomalyKind::ExeSymlinkIgnored, &entry.path(), "symlink ignored");
+                    return Ok(());
+                }
+                _ => return Ok(()),
+            }
+            let size = match entry.metadata() {
+                Ok(m) => m.len(),
+                Err(e) => {
+                    scan.note(AnomalyKind::StatFailed, &entry.path(), format!("vanished or unreadable: {e}"));
+                    return Ok(());
+                }
+            };
+            let manifest = manifest_path(&entry.path());
+            let source = match read_key(&manifest, KEY_FIELD, scan.limits.max_manifest_bytes) {
+                ManifestKey::Key(key) => key,
+                ManifestKey::Unknown(fallback) => {
+                    record(scan, &manifest, fallback);
+                    [&b"<unknown:"[..], basename, b":", suffix.as_bytes(), b">"].concat()
+                }
+            };
+            table.add((source, suffix), size);
+            Ok(())
+        })?;
+    }
+    Ok(table.totals())
+}
+
+/// `<entry>.manifest` (string concatenation, as compiletools does).
+fn manifest_path(entry: &Path) -> PathBuf {
+    let mut bytes = entry.as_os_str().as_bytes().to_vec();
+    bytes.extend_from_slice(b".manifest");
+    PathBuf::from(OsString::from_vec(bytes))
+}
+
+/// For exe every non-string `source_realpath` is the unknown key in
+/// compiletools too (it checks `isinstance(src, str) and src`); only a
+/// manifest that is not an object, or not UTF-8, would crash it.
+fn record(scan: &mut Scan, manifest: &Path, fallback: Fallback) {
+    let (kind, detail) = match fallback {
+        Fallback::Missing => (AnomalyKind::ManifestMissing, "absent".to_owned()),
+        Fallback::Invalid(why) => (AnomalyKind::ManifestInvalid, why),
+        Fallback::WithoutKey => (AnomalyKind::ManifestWithoutKey, format!("no usable {KEY_FIELD:?}")),
+        Fallback::CrashCompat(why) => (AnomalyKind::ManifestCrashCompat, format!("{why}; treated as missing")),
+        Fallback::NonString { what, .. } => {
+            (AnomalyKind::ManifestNonStringKey, format!("{KEY_FIELD:?} is {what}; unknown key"))
+        }
+        Fallback::Skipped(why) => (AnomalyKind::ManifestSkipped, why),
+    };
+    scan.note(kind, manifest, detail);
+}

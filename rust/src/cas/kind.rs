@@ -1,0 +1,67 @@
+//! The four kinds of CAS store (spec §6.1).
+
+use std::fmt;
+
+/// A kind of CAS store. The declaration order is the order compiletools
+/// uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
+/// derived `Ord` follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CasKind {
+    /// Object files (`cas-objdir`, spec §6.3).
+    Obj,
+    /// Precompiled headers (`cas-pchdir`, spec §6.4).
+    Pch,
+    /// C++20 module / header-unit BMIs (`cas-pcmdir`, spec §6.5).
+    Pcm,
+    /// Linked executables and libraries (`cas-exedir`, spec §6.6).
+    Exe,
+}
+
+impl CasKind {
+    /// Every kind, in compiletools' order. (A function, not an associated
+    /// const: cbindgen, which scans the whole crate for the C header, would
+    /// try to export the const.)
+    pub fn all() -> [CasKind; 4] {
+        [CasKind::Obj, CasKind::Pch, CasKind::Pcm, CasKind::Exe]
+    }
+
+    /// The `cas_kind` attribute value and the suffix of the
+    /// `ct.cas.<metric>.<kind>` span attributes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CasKind::Obj => "obj",
+            CasKind::Pch => "pch",
+            CasKind::Pcm => "pcm",
+            CasKind::Exe => "exe",
+        }
+    }
+
+    /// Inverse of [`CasKind::as_str`].
+    pub fn parse(s: &str) -> Option<CasKind> {
+        CasKind::all().into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for CasKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_in_order() {
+        let names: Vec<&str> = CasKind::all().iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["obj", "pch", "pcm", "exe"]);
+        for k in CasKind::all() {
+            assert_eq!(CasKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(CasKind::parse("OBJ"), None);
+        let mut sorted = vec![CasKind::Exe, CasKind::Obj, CasKind::Pcm, CasKind::Pch];
+        sorted.sort();
+        assert_eq!(sorted, CasKind::all());
+    }
+}

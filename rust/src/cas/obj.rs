@@ -1,0 +1,62 @@
+//! The object store (spec §6.3): `<cell>/<2 hex>/<basename>_<12>_<14>_<16>.o`,
+//! bucket key (`file_hash`, `dep_hash`).
+
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::buckets::{BucketTable, Totals};
+use super::names::{is_hex_name, parse_object_name};
+use super::scan::{for_each_entry, members, Scan};
+use super::stats::AnomalyKind;
+use crate::Error;
+
+pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
+    let shards = members(scan, cell, |name| is_hex_name(name, 2))?;
+    let mut table = BucketTable::default();
+    for shard in shards {
+        scan.check_cancel()?;
+        for_each_entry(scan, &shard.path, |scan, entry| {
+            // Name first, stat second: sidecars, locks and temps never cost
+            // a syscall, exactly as compiletools filters before stat().
+            if let Some(key) = parse_object_name(entry.file_name().as_bytes()) {
+                if let Some(size) = entry_size(scan, &entry) {
+                    table.add(key, size);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(table.totals())
+}
+
+/// `DirEntry.stat().st_size` as compiletools takes it: symlinks followed
+/// (a broken one is skipped), and whatever the name points at counts, a
+/// directory included. Both quirks are kept for parity and counted.
+fn entry_size(scan: &mut Scan, entry: &fs::DirEntry) -> Option<u64> {
+    let is_symlink = match entry.file_type() {
+        Ok(t) => t.is_symlink(),
+        Err(e) => {
+            scan.note(AnomalyKind::StatFailed, &entry.path(), e.to_string());
+            return None;
+        }
+    };
+    // For anything but a symlink lstat (relative to the open directory) is
+    // stat; only symlinks need the path-based, following call.
+    let meta = if is_symlink { fs::metadata(entry.path()) } else { entry.metadata() };
+    let meta = match meta {
+        Ok(m) => m,
+        Err(e) => {
+            let what = if is_symlink { "broken symlink skipped" } else { "vanished or unreadable, skipped" };
+            scan.note(AnomalyKind::StatFailed, &entry.path(), format!("{what}: {e}"));
+            return None;
+        }
+    };
+    if is_symlink {
+        scan.note(AnomalyKind::ObjSymlinkFollowed, &entry.path(), "symlink counted with its target's size");
+    }
+    if meta.is_dir() {
+        scan.note(AnomalyKind::ObjDirectoryCounted, &entry.path(), "directory named like an object counted");
+    }
+    Some(meta.len())
+}

@@ -1,0 +1,226 @@
+//! CAS-health snapshots as OTLP (spec §3.5 "CAS-health gauges", §3.6
+//! `ct.cache.snapshot`; DESIGN §5).
+//!
+//! Shape, as `ct-cache-report --otel-export` sends it (corpus
+//! `reference-cache-report/001-metrics.json`): one resource, scope
+//! `compiletools` without version, five integer Gauges without description
+//! or unit, one data point per store with the single attribute `cas_kind`,
+//! `time_unix_nano` set and no start time. Unlike compiletools the snapshot
+//! is sent once, not twice (spec §3.5 "double delivery").
+//!
+//! Every store passed in is emitted, `exists` or not: the caller passes
+//! exactly the stores that were *scanned* (an explicitly requested missing
+//! store yields zeros; a default-scope missing one is left out, spec §6.8).
+//! Points and span attributes follow kind order obj, pch, pcm, exe whatever
+//! the input order; one store per kind is expected. With no store at all the
+//! request is empty and encodes to zero bytes: send nothing.
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValueKind;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as PointValue;
+use opentelemetry_proto::tonic::metrics::v1::{Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, SpanFlags, Status};
+use prost::Message;
+
+use super::kind::CasKind;
+use super::snapshot_id::snapshot_ids;
+use super::stats::StoreStats;
+
+/// Meter / tracer scope name (no version), as compiletools.
+pub const SCOPE_NAME: &str = "compiletools";
+/// Data point attribute naming the store kind.
+pub const CAS_KIND_ATTRIBUTE: &str = "cas_kind";
+/// Name of the metrics-as-spans snapshot span.
+pub const SNAPSHOT_SPAN_NAME: &str = "ct.cache.snapshot";
+/// The five metric names, in the order compiletools emits them.
+pub const METRIC_NAMES: [&str; 5] =
+    ["ct.cas.total_bytes", "ct.cas.total_entries", "ct.cas.unique_buckets", "ct.cas.wasted_bytes", "ct.cas.duplicate_groups"];
+
+/// The five numbers of a store, in [`METRIC_NAMES`] order.
+fn values(s: &StoreStats) -> [u64; 5] {
+    [s.total_bytes, s.total_entries, s.unique_buckets, s.wasted_bytes, s.duplicate_groups]
+}
+
+/// OTLP integers are signed; a count beyond i64 cannot occur, but clamping
+/// keeps the conversion total.
+fn as_int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn in_kind_order(stores: &[(CasKind, StoreStats)]) -> Vec<&(CasKind, StoreStats)> {
+    let mut ordered: Vec<&(CasKind, StoreStats)> = stores.iter().collect();
+    ordered.sort_by_key(|(kind, _)| *kind); // stable
+    ordered
+}
+
+fn string_kv(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue { value: Some(AnyValueKind::StringValue(value.to_owned())) }),
+        ..Default::default()
+    }
+}
+
+fn int_kv(key: String, value: u64) -> KeyValue {
+    KeyValue {
+        key,
+        value: Some(AnyValue { value: Some(AnyValueKind::IntValue(as_int(value))) }),
+        ..Default::default()
+    }
+}
+
+fn resource_of(resource: &[(String, String)]) -> Resource {
+    Resource { attributes: resource.iter().map(|(k, v)| string_kv(k, v)).collect(), ..Default::default() }
+}
+
+fn scope() -> InstrumentationScope {
+    InstrumentationScope { name: SCOPE_NAME.to_owned(), ..Default::default() }
+}
+
+/// The gauges of spec §3.5 for `stores`, as a request.
+pub fn build_cas_metrics_request(
+    stores: &[(CasKind, StoreStats)],
+    resource: &[(String, String)],
+    time_unix_nano: u64,
+) -> ExportMetricsServiceRequest {
+    if stores.is_empty() {
+        return ExportMetricsServiceRequest::default();
+    }
+    let ordered = in_kind_order(stores);
+    let metrics = METRIC_NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let data_points = ordered
+                .iter()
+                .map(|(kind, stats)| NumberDataPoint {
+                    attributes: vec![string_kv(CAS_KIND_ATTRIBUTE, kind.as_str())],
+                    time_unix_nano,
+                    value: Some(PointValue::AsInt(as_int(values(stats)[i]))),
+                    ..Default::default()
+                })
+                .collect();
+            Metric { name: (*name).to_owned(), data: Some(Data::Gauge(Gauge { data_points })), ..Default::default() }
+        })
+        .collect();
+    ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource_of(resource)),
+            scope_metrics: vec![ScopeMetrics { scope: Some(scope()), metrics, schema_url: String::new() }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+/// [`build_cas_metrics_request`], protobuf-encoded (empty when `stores` is).
+pub fn cas_metrics_request(stores: &[(CasKind, StoreStats)], resource: &[(String, String)], time_unix_nano: u64) -> Vec<u8> {
+    build_cas_metrics_request(stores, resource, time_unix_nano).encode_to_vec()
+}
+
+/// The `ct.cache.snapshot` span of spec §3.6 for `stores`, as a request:
+/// one INTERNAL span in its own trace, scope `compiletools`, start = end =
+/// `time_unix_nano`, attributes `ct.cas.<metric>.<kind>` (int) for each
+/// store in kind order and metric order. Ids: see
+/// [`snapshot_ids`](super::snapshot_id::snapshot_ids); `host_name` is the
+/// resource's `host.name`.
+pub fn build_cas_snapshot_span_request(
+    stores: &[(CasKind, StoreStats)],
+    resource: &[(String, String)],
+    host_name: &str,
+    time_unix_nano: u64,
+) -> ExportTraceServiceRequest {
+    if stores.is_empty() {
+        return ExportTraceServiceRequest::default();
+    }
+    let ordered = in_kind_order(stores);
+    let mut attributes = Vec::with_capacity(ordered.len() * METRIC_NAMES.len());
+    for (kind, stats) in &ordered {
+        for (name, value) in METRIC_NAMES.iter().zip(values(stats)) {
+            attributes.push(int_kv(format!("{name}.{}", kind.as_str()), value));
+        }
+    }
+    let cells: Vec<&std::path::Path> = ordered.iter().map(|(_, s)| s.cell.as_path()).collect();
+    let (trace_id, span_id) = snapshot_ids(host_name, &cells, time_unix_nano);
+    let span = Span {
+        trace_id: trace_id.to_vec(),
+        span_id: span_id.to_vec(),
+        // As compiletools' SDK: "is-remote known, not remote".
+        flags: SpanFlags::ContextHasIsRemoteMask as u32,
+        name: SNAPSHOT_SPAN_NAME.to_owned(),
+        kind: SpanKind::Internal as i32,
+        start_time_unix_nano: time_unix_nano,
+        end_time_unix_nano: time_unix_nano,
+        attributes,
+        // Unset status, present as in the reference (`"status": {}`).
+        status: Some(Status::default()),
+        ..Default::default()
+    };
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(resource_of(resource)),
+            scope_spans: vec![ScopeSpans { scope: Some(scope()), spans: vec![span], schema_url: String::new() }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+/// [`build_cas_snapshot_span_request`], protobuf-encoded (empty when
+/// `stores` is).
+pub fn cas_snapshot_span_request(
+    stores: &[(CasKind, StoreStats)],
+    resource: &[(String, String)],
+    host_name: &str,
+    time_unix_nano: u64,
+) -> Vec<u8> {
+    build_cas_snapshot_span_request(stores, resource, host_name, time_unix_nano).encode_to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(n: u64) -> StoreStats {
+        StoreStats {
+            exists: true,
+            total_bytes: n,
+            total_entries: n + 1,
+            unique_buckets: n + 2,
+            wasted_bytes: n + 3,
+            duplicate_groups: n + 4,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn empty_means_nothing_to_send() {
+        assert!(cas_metrics_request(&[], &[], 1).is_empty());
+        assert!(cas_snapshot_span_request(&[], &[], "h", 1).is_empty());
+    }
+
+    #[test]
+    fn points_follow_kind_order() {
+        let req = build_cas_metrics_request(&[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))], &[], 7);
+        let m = &req.resource_metrics[0].scope_metrics[0].metrics;
+        assert_eq!(m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), METRIC_NAMES);
+        let Some(Data::Gauge(g)) = &m[4].data else { panic!("not a gauge") };
+        let got: Vec<_> = g.data_points.iter().map(|p| (p.value, p.time_unix_nano, p.start_time_unix_nano)).collect();
+        assert_eq!(got, [(Some(PointValue::AsInt(24)), 7, 0), (Some(PointValue::AsInt(14)), 7, 0)]);
+    }
+
+    #[test]
+    fn span_attributes_in_spec_order() {
+        let req = build_cas_snapshot_span_request(&[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))], &[], "h", 9);
+        let span = &req.resource_spans[0].scope_spans[0].spans[0];
+        let keys: Vec<&str> = span.attributes.iter().map(|a| a.key.as_str()).collect();
+        assert_eq!(keys[0], "ct.cas.total_bytes.obj");
+        assert_eq!(keys[4], "ct.cas.duplicate_groups.obj");
+        assert_eq!(keys[5], "ct.cas.total_bytes.exe");
+        assert_eq!(keys.len(), 10);
+        assert_eq!((span.start_time_unix_nano, span.end_time_unix_nano), (9, 9));
+    }
+}

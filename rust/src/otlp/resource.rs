@@ -1,0 +1,170 @@
+//! The OTLP resource of one build (spec §3.1, DESIGN §2).
+
+use opentelemetry_proto::tonic::resource::v1::Resource;
+
+use super::attributes::AttrBuilder;
+use crate::request::BuildRequest;
+use crate::timing::Build;
+use crate::warnings::Warnings;
+
+/// `service.namespace` of everything the receiver emits.
+pub const SERVICE_NAMESPACE: &str = "compiletools";
+/// `service.name` when the request leaves it empty (compiletools' default).
+pub const DEFAULT_SERVICE_NAME: &str = "compiletools";
+
+/// Resource keys the receiver sets itself. User attributes with these keys
+/// are ignored even when the built-in value is absent: `git.commit.sha` must
+/// never be guessed (DESIGN §4), and `service.name` has its own setting.
+pub const BUILT_IN_KEYS: [&str; 8] = [
+    "service.name",
+    "service.namespace",
+    "host.name",
+    "service.instance.id",
+    "ct.variant",
+    "ct.backend",
+    "ct.invocation_id",
+    "git.commit.sha",
+];
+
+/// The invocation id (directory name) and the PID it carries, if it has the
+/// `YYYYMMDDTHHMMSS-PID` shape of spec §1.2.
+pub fn invocation_pid(invocation_id: &str) -> Option<&str> {
+    let (stamp, pid) = invocation_id.split_once('-')?;
+    let b = stamp.as_bytes();
+    let stamp_ok = b.len() == 15
+        && b[8] == b'T'
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[9..].iter().all(u8::is_ascii_digit);
+    let pid_ok = !pid.is_empty() && pid.bytes().all(|c| c.is_ascii_digit());
+    (stamp_ok && pid_ok).then_some(pid)
+}
+
+/// Builds the resource; `invocation_id` is the directory name.
+pub fn build_resource(
+    req: &BuildRequest,
+    build: &Build,
+    invocation_id: &str,
+    warnings: &mut Warnings,
+) -> Resource {
+    let mut a = AttrBuilder::with_capacity(
+        req.limits.max_attribute_len,
+        8 + req.resource_attributes.len(),
+    );
+    let service = if req.service_name.is_empty() {
+        DEFAULT_SERVICE_NAME
+    } else {
+        &req.service_name
+    };
+    a.string("service.name", service);
+    a.string("service.namespace", SERVICE_NAMESPACE);
+    a.non_empty_string("host.name", &req.host_name);
+    match invocation_pid(invocation_id) {
+        // Without a host the id would not identify an instance.
+        Some(pid) if !req.host_name.is_empty() => a.string("service.instance.id", &format!("{}:{pid}", req.host_name)),
+        Some(_) => warnings.push("empty host name: service.instance.id omitted"),
+        None => warnings.push(format!(
+            "invocation directory name {invocation_id:?} is not YYYYMMDDTHHMMSS-PID: service.instance.id omitted"
+        )),
+    }
+    a.non_empty_string("ct.variant", &build.variant);
+    a.non_empty_string("ct.backend", &build.backend);
+    a.non_empty_string("ct.invocation_id", invocation_id);
+    if let Some(sha) = &req.git_commit_sha {
+        a.non_empty_string("git.commit.sha", sha);
+    }
+    let mut seen: Vec<&str> = Vec::with_capacity(req.resource_attributes.len());
+    for (key, value) in &req.resource_attributes {
+        // First occurrence of a user key wins; built-ins always win.
+        if key.is_empty()
+            || value.is_empty()
+            || BUILT_IN_KEYS.contains(&key.as_str())
+            || seen.contains(&key.as_str())
+        {
+            continue;
+        }
+        seen.push(key);
+        a.string(key, value);
+    }
+    let (attributes, _) = a.finish();
+    Resource {
+        attributes,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+
+    use super::*;
+
+    fn attrs(r: &Resource) -> Vec<(String, String)> {
+        r.attributes
+            .iter()
+            .map(
+                |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                    Some(Value::StringValue(s)) => (kv.key.clone(), s.clone()),
+                    other => panic!("{other:?}"),
+                },
+            )
+            .collect()
+    }
+
+    #[test]
+    fn pid_from_invocation_id() {
+        assert_eq!(invocation_pid("20261130T034340-24175"), Some("24175"));
+        assert_eq!(invocation_pid("20261130T034340-1"), Some("1"));
+        assert_eq!(invocation_pid("20261130T034340-"), None);
+        assert_eq!(invocation_pid("20261130-034340-1"), None);
+        assert_eq!(invocation_pid("2026113T034340-1"), None);
+        assert_eq!(invocation_pid("20261130T034340-12a"), None);
+        assert_eq!(invocation_pid("diag"), None);
+        assert_eq!(invocation_pid("２0261130T034340-1"), None);
+    }
+
+    #[test]
+    fn built_ins_win_and_empties_are_dropped() {
+        let mut req = BuildRequest::new("/x/20261130T034340-24175", "vm");
+        req.git_commit_sha = Some("abc".into());
+        req.resource_attributes = vec![
+            ("team".into(), "build".into()),
+            ("host.name".into(), "evil".into()),
+            ("git.commit.sha".into(), "guess".into()),
+            ("empty".into(), "".into()),
+            ("team".into(), "other".into()),
+        ];
+        let build = Build {
+            variant: Cow::Borrowed("gcc.debug"),
+            ..Default::default()
+        };
+        let mut w = Warnings::new();
+        let r = build_resource(&req, &build, "20261130T034340-24175", &mut w);
+        let got = attrs(&r);
+        let want: Vec<(String, String)> = [
+            ("service.name", "compiletools"),
+            ("service.namespace", "compiletools"),
+            ("host.name", "vm"),
+            ("service.instance.id", "vm:24175"),
+            ("ct.variant", "gcc.debug"),
+            ("ct.invocation_id", "20261130T034340-24175"),
+            ("git.commit.sha", "abc"),
+            ("team", "build"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(got, want);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn odd_directory_name_omits_instance_id() {
+        let req = BuildRequest::new("/x/latest", "vm");
+        let mut w = Warnings::new();
+        let r = build_resource(&req, &Build::default(), "latest", &mut w);
+        assert!(!attrs(&r).iter().any(|(k, _)| k == "service.instance.id"));
+        assert_eq!(w.into_lines().len(), 1);
+    }
+}

@@ -1,0 +1,6 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+pub mod fixture;
+pub mod reference;

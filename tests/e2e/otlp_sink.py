@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""A small OTLP/HTTP (protobuf) receiver for tests: it records what it is sent.
+
+POST /v1/traces, /v1/metrics, /v1/logs with an `application/x-protobuf` body,
+optionally `Content-Encoding: gzip` (the collector's otlphttp exporter
+compresses by default). Bodies are decoded with the real OTLP classes and
+kept in memory; the answer is 200 with an empty Export*ServiceResponse, so
+the exporter sees a healthy backend. Other paths get 404, undecodable bodies
+400 (a 4xx is permanent for the exporter, so it does not retry garbage).
+
+Library use:
+
+    with OtlpSink() as sink:            # binds 127.0.0.1, free port
+        ... point an exporter at sink.endpoint ...
+        assert sink.wait_for(lambda: len(sink.spans()) >= 49, timeout=30)
+
+Script use (manual debugging): `python otlp_sink.py [--port N]` prints one
+line per request until Ctrl-C.
+"""
+
+import argparse
+import gzip
+import signal
+import threading
+import time
+import zlib
+from collections import namedtuple
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from google.protobuf.message import DecodeError
+
+import otlp
+
+PATHS = {"/v1/traces": "traces", "/v1/metrics": "metrics", "/v1/logs": "logs"}
+
+# Refuse absurd bodies instead of reading them into memory.
+MAX_BODY_BYTES = 256 * 1024 * 1024
+
+Received = namedtuple("Received", "signal message content_encoding wire_bytes")
+Rejected = namedtuple("Rejected", "path status reason")
+
+
+class _BadRequest(Exception):
+    def __init__(self, status, reason):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 so Go's client can keep its connection alive, as with a real
+    # backend; every response carries Content-Length, which 1.1 requires.
+    protocol_version = "HTTP/1.1"
+    # An idle keep-alive connection must not pin a handler thread forever.
+    timeout = 30
+    server_version = "ct-e2e-otlp-sink/1"
+
+    def log_message(self, fmt, *args):
+        pass  # the collector's own logs are what tests read; keep stderr quiet
+
+    def do_POST(self):
+        path = self.path.split("?", 1)[0]
+        kind = PATHS.get(path)
+        try:
+            body = self._read_body()  # always drain, or keep-alive breaks
+            if kind is None:
+                raise _BadRequest(404, "unknown path")
+            encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
+            message = _decode_or_400(kind, _decompress(body, encoding))
+        except _BadRequest as exc:
+            self.server.sink._record_rejected(Rejected(path, exc.status, exc.reason))
+            self._reply(exc.status, exc.reason.encode(), "text/plain; charset=utf-8")
+            return
+        self.server.sink._record(Received(kind, message, encoding or None, len(body)))
+        response = otlp.SIGNALS[kind][1]().SerializeToString()
+        self._reply(200, response, "application/x-protobuf")
+
+    def do_GET(self):
+        # Any body stays unread, so this connection cannot be reused.
+        self.close_connection = True
+        self._reply(404 if self.path.split("?", 1)[0] not in PATHS else 405,
+                    b"POST OTLP protobuf to /v1/traces, /v1/metrics or /v1/logs",
+                    "text/plain; charset=utf-8")
+
+    do_PUT = do_DELETE = do_GET
+
+    def _read_body(self):
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise _BadRequest(400, "bad Content-Length")
+        if length < 0 or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise _BadRequest(413, "body too large")
+        return self.rfile.read(length)
+
+    def _reply(self, status, payload, content_type):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def _decompress(body, encoding):
+    try:
+        if encoding in ("", "identity"):
+            raw = body
+        elif encoding == "gzip":
+            raw = gzip.decompress(body)
+        elif encoding == "deflate":
+            raw = zlib.decompress(body)
+        else:
+            raise _BadRequest(415, f"unsupported Content-Encoding {encoding!r}")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _BadRequest(400, f"cannot decompress ({encoding}): {exc}")
+    return raw
+
+
+def _decode_or_400(kind, raw):
+    try:
+        return otlp.decode(kind, raw)
+    except DecodeError as exc:
+        raise _BadRequest(400, f"not an OTLP {kind} request: {exc}")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a stuck connection must never block stop()
+    allow_reuse_address = True
+
+
+class OtlpSink:
+    """An in-process OTLP/HTTP sink on 127.0.0.1. Thread-safe accessors."""
+
+    def __init__(self, port=0):
+        self._port = port
+        self._server = None
+        self._thread = None
+        # Condition over an RLock: predicates passed to wait_for() call the
+        # accessors, which take the same lock.
+        self._cond = threading.Condition(threading.RLock())
+        self._received = []
+        self._rejected = []
+        self._last_change = time.monotonic()
+
+    # -- life cycle --------------------------------------------------------
+    def start(self):
+        if self._server is not None:
+            raise RuntimeError("sink already started")
+        self._server = _Server(("127.0.0.1", self._port), _Handler)
+        self._server.sink = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            name="otlp-sink", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()      # stops serve_forever (bounded by poll_interval)
+        server.server_close()  # closes the listening socket
+        self._thread.join(timeout=5)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    @property
+    def port(self):
+        return self._server.server_address[1]
+
+    @property
+    def endpoint(self):
+        """Base URL for an otlphttp exporter (it appends /v1/<signal>)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- recording (called from handler threads) ---------------------------
+    def _record(self, received):
+        with self._cond:
+            self._received.append(received)
+            self._last_change = time.monotonic()
+            self._cond.notify_all()
+
+    def _record_rejected(self, rejected):
+        with self._cond:
+            self._rejected.append(rejected)
+            self._last_change = time.monotonic()
+            self._cond.notify_all()
+
+    # -- accessors ---------------------------------------------------------
+    def requests(self, kind=None):
+        """Received (decoded) requests in arrival order; `kind` = "traces",
+        "metrics" or "logs" selects one signal."""
+        with self._cond:
+            return [r for r in self._received if kind is None or r.signal == kind]
+
+    def rejected(self):
+        with self._cond:
+            return list(self._rejected)
+
+    def span_records(self):
+        """Every span received: SpanRecord(resource attrs, scope name, span)."""
+        return [rec for r in self.requests("traces") for rec in otlp.span_records(r.message)]
+
+    def spans(self):
+        """Every span received as (resource attrs dict, span) tuples."""
+        return [(rec.resource, rec.span) for rec in self.span_records()]
+
+    def data_points(self):
+        """Every metric data point received as (metric name, point) tuples."""
+        return [p for r in self.requests("metrics") for p in otlp.data_points(r.message)]
+
+    # -- waiting -----------------------------------------------------------
+    def wait_for(self, predicate, timeout):
+        """Wait until predicate() is truthy (re-checked on every request and
+        at least every 0.1 s). Returns True, or False after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+            return True
+
+    def wait_quiet(self, quiet, timeout):
+        """Wait until no request has arrived for `quiet` seconds. Used after
+        the expected data arrived, to let duplicates or stragglers show up.
+        Returns False if requests keep coming for `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if now - self._last_change >= quiet:
+                    return True
+                if now >= deadline:
+                    return False
+                self._cond.wait(min(deadline - now, quiet - (now - self._last_change)))
+
+
+def _describe(received):
+    if received.signal == "traces":
+        count = f"{len(otlp.span_records(received.message))} spans"
+    elif received.signal == "metrics":
+        count = f"{len(otlp.data_points(received.message))} points"
+    else:
+        logs = received.message.resource_logs
+        count = f"{sum(len(sl.log_records) for rl in logs for sl in rl.scope_logs)} log records"
+    return f"{received.signal}: {count}, {received.wire_bytes} bytes, encoding={received.content_encoding}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=4318,
+                    help="port on 127.0.0.1 (0 = any free port; default 4318)")
+    args = ap.parse_args()
+
+    def interrupt(*_):
+        raise KeyboardInterrupt  # SIGTERM stops cleanly, like Ctrl-C
+    signal.signal(signal.SIGTERM, interrupt)
+    sink = OtlpSink(args.port).start()
+    print(f"OTLP/HTTP sink on {sink.endpoint} (Ctrl-C stops)", flush=True)
+    shown_ok = shown_bad = 0
+    try:
+        while True:
+            sink.wait_for(lambda: len(sink.requests()) > shown_ok
+                          or len(sink.rejected()) > shown_bad, 1.0)
+            for r in sink.requests()[shown_ok:]:
+                print(_describe(r), flush=True)
+                shown_ok += 1
+            for r in sink.rejected()[shown_bad:]:
+                print(f"rejected {r.path}: {r.status} {r.reason}", flush=True)
+                shown_bad += 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sink.stop()
+
+
+if __name__ == "__main__":
+    main()
