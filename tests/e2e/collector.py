@@ -50,19 +50,31 @@ def _q(text):
     return json.dumps(str(text))
 
 
-def render_config(include, exporter_endpoint, health_port):
+def render_config(include, exporter_endpoint, health_port, receiver_extra=None, storage_dir=None):
     """The collector config the harness runs with (YAML text).
 
-    Receiver keys assumed of `compiletools`: include, poll_interval, host_name.
+    Receiver keys assumed of `compiletools`: include, poll_interval, host_name,
+    plus `receiver_extra` ({key: scalar}). With `storage_dir`, a file_storage
+    extension keeps the receiver's checkpoints and the exporter's queue there.
     """
     includes = ", ".join(_q(p) for p in include)
+    extra = "".join(f"    {k}: {_q(v) if isinstance(v, str) else json.dumps(v)}\n"
+                    for k, v in (receiver_extra or {}).items())
+    storage_ext, storage_names, queue, receiver_storage = "", "", "", ""
+    if storage_dir is not None:
+        storage_ext = f"  file_storage:\n    directory: {_q(storage_dir)}\n    create_directory: true\n"
+        storage_names = ", file_storage"
+        receiver_storage = "    storage: file_storage\n"
+        # A persistent exporter queue: what the receiver handed over before
+        # a crash is not lost with the process (README, delivery semantics).
+        queue = "    sending_queue:\n      enabled: true\n      storage: file_storage\n"
     return f"""\
 receivers:
   compiletools:
     include: [{includes}]
     poll_interval: {int(POLL_INTERVAL_S * 1000)}ms
     host_name: {_q(HOST_NAME)}
-exporters:
+{receiver_storage}{extra}exporters:
   # "otlp_http" is the exporter's type since v0.16x; the old "otlphttp" alias
   # still works but logs a deprecation warning.
   otlp_http:
@@ -75,11 +87,11 @@ exporters:
       initial_interval: 100ms
       max_interval: 500ms
       max_elapsed_time: 10s
-extensions:
-  health_check:
+{queue}extensions:
+{storage_ext}  health_check:
     endpoint: {_q(f"127.0.0.1:{health_port}")}
 service:
-  extensions: [health_check]
+  extensions: [health_check{storage_names}]
   telemetry:
     metrics:
       level: none
@@ -93,13 +105,14 @@ service:
 class Collector:
     """One collector process. Use as a context manager or call stop()."""
 
-    def __init__(self, binary, workdir, include, exporter_endpoint):
+    def __init__(self, binary, workdir, include, exporter_endpoint, receiver_extra=None, storage_dir=None):
         self.binary = Path(binary)
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.health_port = free_port()
         self.config_path = self.workdir / "config.yaml"
-        self.config_path.write_text(render_config(include, exporter_endpoint, self.health_port))
+        self.config_path.write_text(render_config(include, exporter_endpoint, self.health_port,
+                                                  receiver_extra, storage_dir))
         self.stdout_path = self.workdir / "collector.stdout"
         self.stderr_path = self.workdir / "collector.stderr"
         self.proc = None
@@ -162,6 +175,12 @@ class Collector:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         return self.proc.returncode
+
+    def kill(self):
+        """SIGKILL now, like a crash: no shutdown, no checkpoint flush."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
 
     def __enter__(self):
         return self.start()
