@@ -51,12 +51,7 @@ const SPAN_DOMAIN: &[u8] = b"ctotel/v1/span";
 
 /// The trace id of one build.
 pub fn trace_id(host: &str, canonical_dir: &[u8], timestamp: &str) -> [u8; 16] {
-    let fields: [&[u8]; 4] = [
-        TRACE_DOMAIN,
-        host.as_bytes(),
-        canonical_dir,
-        timestamp.as_bytes(),
-    ];
+    let fields: [&[u8]; 4] = [TRACE_DOMAIN, host.as_bytes(), canonical_dir, timestamp.as_bytes()];
     let mut id = [0u8; 16];
     hash_nonzero(&fields, &mut id);
     id

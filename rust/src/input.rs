@@ -69,10 +69,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, b"hello!").unwrap();
-        assert!(matches!(
-            read_bounded(&p, 5),
-            Err(Error::LimitExceeded { .. })
-        ));
+        assert!(matches!(read_bounded(&p, 5), Err(Error::LimitExceeded { .. })));
     }
 
     #[test]

@@ -20,7 +20,10 @@ impl Signals {
     }
 
     pub fn all() -> Self {
-        Self { traces: true, metrics: true }
+        Self {
+            traces: true,
+            metrics: true,
+        }
     }
 }
 

@@ -92,3 +92,47 @@ fn helper_detects_differences() {
         );
     }
 }
+
+/// The one tolerated span difference: a reference rule outside the root
+/// window ±1 s, which we skip as unanchored (DESIGN §2 fix 3).
+#[test]
+fn helper_tolerates_only_documented_unanchored_rules() {
+    use common::reference::{compare, decode_ours, load_reference, request_for};
+    use compiletools_core::{process_build, CancelToken};
+
+    let case = cases_with_reference()
+        .into_iter()
+        .find(|c| c.ends_with("16-geom-make-cold-native-flock"))
+        .expect("case 16");
+    let reference = load_reference(&case);
+    let out = process_build(&request_for(&case, &reference), &CancelToken::new()).unwrap();
+    let ours = decode_ours(out.traces.as_deref().unwrap());
+
+    let root_end = reference
+        .spans
+        .iter()
+        .find(|s| s.parent_id.is_empty())
+        .unwrap()
+        .end;
+    let mut shifted = reference.clone();
+    let i = shifted
+        .spans
+        .iter()
+        .position(|s| s.name.starts_with("link."))
+        .unwrap();
+    let name = shifted.spans[i].name.clone();
+    shifted.spans[i].start = root_end + 5_000_000_000;
+    shifted.spans[i].end = root_end + 6_000_000_000;
+    let mut fewer = ours.clone();
+    fewer.spans.retain(|s| s.name != name);
+    let mut summary = out.summary.clone();
+    summary.spans -= 1;
+    summary.unanchored_rules = 1;
+    assert_eq!(compare(&shifted, &fewer, &summary), "");
+    // Not counted as unanchored by us: a difference.
+    summary.unanchored_rules = 0;
+    assert_ne!(compare(&shifted, &fewer, &summary), "");
+    // A missing rule that is inside the window: a difference.
+    summary.unanchored_rules = 1;
+    assert_ne!(compare(&reference, &fewer, &summary), "");
+}

@@ -576,3 +576,41 @@ fn io_errors_cancellation_and_signals() {
     let out = fx.run_with(&req).unwrap();
     assert!(out.traces.is_none() && out.metrics.is_none());
 }
+
+#[test]
+fn random_byte_mutations_never_panic() {
+    let case = common::reference::cases_with_reference()
+        .into_iter()
+        .find(|c| c.ends_with("12-geom-ninja-cold-native-flock"))
+        .expect("corpus case 12");
+    let text = std::fs::read(common::reference::invocation_dir(&case).join("timing.json")).unwrap();
+    // A fixed-seed xorshift, so a failure reproduces.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let interesting = b"{}[]\",:0.-eE\\u\xff\xc3 ";
+    let fx = Fixture::new(&text);
+    let path = fx.dir.join("timing.json");
+    let (mut ok, mut err) = (0, 0);
+    for _ in 0..300 {
+        let mut bytes = text.clone();
+        for _ in 0..(1 + next() % 4) {
+            let at = (next() % bytes.len() as u64) as usize;
+            bytes[at] = interesting[(next() % interesting.len() as u64) as usize];
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        match fx.run() {
+            Ok(_) => ok += 1,
+            Err(Error::Malformed { .. }) => err += 1,
+            Err(e) => panic!("unexpected error kind: {e}"),
+        }
+    }
+    assert!(
+        ok > 0 && err > 0,
+        "mutations should give both outcomes ({ok} ok, {err} malformed)"
+    );
+}

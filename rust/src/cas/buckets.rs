@@ -34,7 +34,11 @@ pub(crate) struct BucketTable<K> {
 
 impl<K: Hash + Eq> Default for BucketTable<K> {
     fn default() -> Self {
-        Self { buckets: HashMap::new(), entries: 0, bytes: 0 }
+        Self {
+            buckets: HashMap::new(),
+            entries: 0,
+            bytes: 0,
+        }
     }
 }
 
@@ -52,7 +56,11 @@ impl<K: Hash + Eq> BucketTable<K> {
                 b.sum = b.sum.saturating_add(size);
                 b.min = b.min.min(size);
             })
-            .or_insert(Bucket { count: 1, sum: size, min: size });
+            .or_insert(Bucket {
+                count: 1,
+                sum: size,
+                min: size,
+            });
     }
 
     pub(crate) fn totals(&self) -> Totals {
@@ -85,7 +93,13 @@ mod tests {
         let got = t.totals();
         assert_eq!(
             got,
-            Totals { total_bytes: 377, total_entries: 4, unique_buckets: 2, wasted_bytes: 270, duplicate_groups: 1 }
+            Totals {
+                total_bytes: 377,
+                total_entries: 4,
+                unique_buckets: 2,
+                wasted_bytes: 270,
+                duplicate_groups: 1
+            }
         );
     }
 

@@ -46,7 +46,11 @@ fn dir_size(scan: &mut Scan, dir: &Path) -> Result<u64, Error> {
         if entry.file_type().is_ok_and(|t| t.is_file()) {
             match entry.metadata() {
                 Ok(m) => total = total.saturating_add(m.len()),
-                Err(e) => scan.note(AnomalyKind::StatFailed, &entry.path(), format!("vanished or unreadable: {e}")),
+                Err(e) => scan.note(
+                    AnomalyKind::StatFailed,
+                    &entry.path(),
+                    format!("vanished or unreadable: {e}"),
+                ),
             }
         }
         Ok(())
@@ -58,13 +62,25 @@ fn record(scan: &mut Scan, manifest: &Path, key_field: &str, fallback: Fallback)
     let (kind, detail) = match fallback {
         Fallback::Missing => (AnomalyKind::ManifestMissing, "absent".to_owned()),
         Fallback::Invalid(why) => (AnomalyKind::ManifestInvalid, why),
-        Fallback::WithoutKey => (AnomalyKind::ManifestWithoutKey, format!("no usable {key_field:?}")),
-        Fallback::CrashCompat(why) => (AnomalyKind::ManifestCrashCompat, format!("{why}; treated as missing")),
-        Fallback::NonString { what, unhashable: true } => (
+        Fallback::WithoutKey => (
+            AnomalyKind::ManifestWithoutKey,
+            format!("no usable {key_field:?}"),
+        ),
+        Fallback::CrashCompat(why) => (
+            AnomalyKind::ManifestCrashCompat,
+            format!("{why}; treated as missing"),
+        ),
+        Fallback::NonString {
+            what,
+            unhashable: true,
+        } => (
             AnomalyKind::ManifestCrashCompat,
             format!("{key_field:?} is {what} (unhashable in compiletools); treated as missing"),
         ),
-        Fallback::NonString { what, unhashable: false } => (
+        Fallback::NonString {
+            what,
+            unhashable: false,
+        } => (
             AnomalyKind::ManifestNonStringKey,
             format!("{key_field:?} is {what}; treated as missing"),
         ),

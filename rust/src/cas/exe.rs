@@ -39,7 +39,11 @@ pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
             let size = match entry.metadata() {
                 Ok(m) => m.len(),
                 Err(e) => {
-                    scan.note(AnomalyKind::StatFailed, &entry.path(), format!("vanished or unreadable: {e}"));
+                    scan.note(
+                        AnomalyKind::StatFailed,
+                        &entry.path(),
+                        format!("vanished or unreadable: {e}"),
+                    );
                     return Ok(());
                 }
             };
@@ -72,11 +76,18 @@ fn record(scan: &mut Scan, manifest: &Path, fallback: Fallback) {
     let (kind, detail) = match fallback {
         Fallback::Missing => (AnomalyKind::ManifestMissing, "absent".to_owned()),
         Fallback::Invalid(why) => (AnomalyKind::ManifestInvalid, why),
-        Fallback::WithoutKey => (AnomalyKind::ManifestWithoutKey, format!("no usable {KEY_FIELD:?}")),
-        Fallback::CrashCompat(why) => (AnomalyKind::ManifestCrashCompat, format!("{why}; treated as missing")),
-        Fallback::NonString { what, .. } => {
-            (AnomalyKind::ManifestNonStringKey, format!("{KEY_FIELD:?} is {what}; unknown key"))
-        }
+        Fallback::WithoutKey => (
+            AnomalyKind::ManifestWithoutKey,
+            format!("no usable {KEY_FIELD:?}"),
+        ),
+        Fallback::CrashCompat(why) => (
+            AnomalyKind::ManifestCrashCompat,
+            format!("{why}; treated as missing"),
+        ),
+        Fallback::NonString { what, .. } => (
+            AnomalyKind::ManifestNonStringKey,
+            format!("{KEY_FIELD:?} is {what}; unknown key"),
+        ),
         Fallback::Skipped(why) => (AnomalyKind::ManifestSkipped, why),
     };
     scan.note(kind, manifest, detail);

@@ -71,12 +71,18 @@ pub(crate) fn read_key(path: &Path, field: &str, max_bytes: u64) -> ManifestKey 
 fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Fallback> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
     // writer forever. It changes nothing for regular files.
-    let mut file = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(Fallback::Missing),
         Err(e) => return Err(Fallback::Invalid(format!("unreadable: {e}"))),
     };
-    let meta = file.metadata().map_err(|e| Fallback::Invalid(format!("unreadable: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Fallback::Invalid(format!("unreadable: {e}")))?;
     if meta.is_dir() {
         // Python's open() raises IsADirectoryError, an OSError.
         return Err(Fallback::Invalid("is a directory".to_owned()));
@@ -85,7 +91,10 @@ fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Fallback> {
         return Err(Fallback::Skipped("not a regular file".to_owned()));
     }
     if meta.len() > max_bytes {
-        return Err(Fallback::Skipped(format!("{} bytes, limit {max_bytes}", meta.len())));
+        return Err(Fallback::Skipped(format!(
+            "{} bytes, limit {max_bytes}",
+            meta.len()
+        )));
     }
     let mut bytes = Vec::new();
     // +1 notices a file that grew past the limit after the fstat.
@@ -94,7 +103,9 @@ fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Fallback> {
         .read_to_end(&mut bytes)
         .map_err(|e| Fallback::Invalid(format!("unreadable: {e}")))?;
     if bytes.len() as u64 > max_bytes {
-        return Err(Fallback::Skipped(format!("grew beyond the limit of {max_bytes} bytes")));
+        return Err(Fallback::Skipped(format!(
+            "grew beyond the limit of {max_bytes} bytes"
+        )));
     }
     Ok(bytes)
 }
@@ -109,7 +120,10 @@ fn key_of(bytes: &[u8], field: &str) -> Result<Vec<u8>, Fallback> {
         Value::Object(map) => map,
         Value::Null => return Err(Fallback::Invalid("JSON null".to_owned())),
         other => {
-            return Err(Fallback::CrashCompat(format!("top level is {}, not an object", type_name(&other))));
+            return Err(Fallback::CrashCompat(format!(
+                "top level is {}, not an object",
+                type_name(&other)
+            )));
         }
     };
     match map.get(field) {
@@ -122,7 +136,10 @@ fn key_of(bytes: &[u8], field: &str) -> Result<Vec<u8>, Fallback> {
                 Value::Object(o) => !o.is_empty(),
                 _ => false,
             };
-            Err(Fallback::NonString { what: type_name(other), unhashable })
+            Err(Fallback::NonString {
+                what: type_name(other),
+                unhashable,
+            })
         }
     }
 }
@@ -148,10 +165,16 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert_eq!(key(br#"{"bucket_key": "/src/foo.cppm", "stage": "x"}"#), Ok(b"/src/foo.cppm".to_vec()));
+        assert_eq!(
+            key(br#"{"bucket_key": "/src/foo.cppm", "stage": "x"}"#),
+            Ok(b"/src/foo.cppm".to_vec())
+        );
         assert_eq!(key(br#"{"bucket_key": "<vector>"}"#), Ok(b"<vector>".to_vec()));
         // last duplicate wins, as in Python's json
-        assert_eq!(key(br#"{"bucket_key": "a", "bucket_key": "b"}"#), Ok(b"b".to_vec()));
+        assert_eq!(
+            key(br#"{"bucket_key": "a", "bucket_key": "b"}"#),
+            Ok(b"b".to_vec())
+        );
         assert_eq!(key(br#"{"bucket_key": ""}"#), Err(Fallback::WithoutKey));
         assert_eq!(key(br#"{"bucket_key": null}"#), Err(Fallback::WithoutKey));
         assert_eq!(key(br#"{}"#), Err(Fallback::WithoutKey));
@@ -159,16 +182,52 @@ mod tests {
         assert!(matches!(key(b""), Err(Fallback::Invalid(_))));
         assert!(matches!(key(b"{"), Err(Fallback::Invalid(_))));
         assert!(matches!(key(b"\0\0\0\0"), Err(Fallback::Invalid(_))));
-        assert!(matches!(key(b"\xef\xbb\xbf{}"), Err(Fallback::Invalid(_))), "BOM: JSONDecodeError in Python");
+        assert!(
+            matches!(key(b"\xef\xbb\xbf{}"), Err(Fallback::Invalid(_))),
+            "BOM: JSONDecodeError in Python"
+        );
         assert!(matches!(key(b"[1]"), Err(Fallback::CrashCompat(_))));
         assert!(matches!(key(b"5"), Err(Fallback::CrashCompat(_))));
         assert!(matches!(key(b"\"x\""), Err(Fallback::CrashCompat(_))));
-        assert!(matches!(key(b"{\"bucket_key\": \"\xff\"}"), Err(Fallback::CrashCompat(_))));
-        assert_eq!(key(br#"{"bucket_key": 5}"#), Err(Fallback::NonString { what: "a number", unhashable: false }));
-        assert_eq!(key(br#"{"bucket_key": true}"#), Err(Fallback::NonString { what: "a boolean", unhashable: false }));
-        assert_eq!(key(br#"{"bucket_key": []}"#), Err(Fallback::NonString { what: "an array", unhashable: false }));
-        assert_eq!(key(br#"{"bucket_key": [1]}"#), Err(Fallback::NonString { what: "an array", unhashable: true }));
-        assert_eq!(key(br#"{"bucket_key": {"a": 1}}"#), Err(Fallback::NonString { what: "an object", unhashable: true }));
+        assert!(matches!(
+            key(b"{\"bucket_key\": \"\xff\"}"),
+            Err(Fallback::CrashCompat(_))
+        ));
+        assert_eq!(
+            key(br#"{"bucket_key": 5}"#),
+            Err(Fallback::NonString {
+                what: "a number",
+                unhashable: false
+            })
+        );
+        assert_eq!(
+            key(br#"{"bucket_key": true}"#),
+            Err(Fallback::NonString {
+                what: "a boolean",
+                unhashable: false
+            })
+        );
+        assert_eq!(
+            key(br#"{"bucket_key": []}"#),
+            Err(Fallback::NonString {
+                what: "an array",
+                unhashable: false
+            })
+        );
+        assert_eq!(
+            key(br#"{"bucket_key": [1]}"#),
+            Err(Fallback::NonString {
+                what: "an array",
+                unhashable: true
+            })
+        );
+        assert_eq!(
+            key(br#"{"bucket_key": {"a": 1}}"#),
+            Err(Fallback::NonString {
+                what: "an object",
+                unhashable: true
+            })
+        );
     }
 
     #[test]
@@ -178,10 +237,16 @@ mod tests {
         assert_eq!(read_key(&p, "k", 100), ManifestKey::Unknown(Fallback::Missing));
         std::fs::write(&p, br#"{"k": "v"}"#).unwrap();
         assert_eq!(read_key(&p, "k", 100), ManifestKey::Key(b"v".to_vec()));
-        assert!(matches!(read_key(&p, "k", 5), ManifestKey::Unknown(Fallback::Skipped(_))));
+        assert!(matches!(
+            read_key(&p, "k", 5),
+            ManifestKey::Unknown(Fallback::Skipped(_))
+        ));
         std::fs::remove_file(&p).unwrap();
         std::fs::create_dir(&p).unwrap();
-        assert!(matches!(read_key(&p, "k", 100), ManifestKey::Unknown(Fallback::Invalid(_))));
+        assert!(matches!(
+            read_key(&p, "k", 100),
+            ManifestKey::Unknown(Fallback::Invalid(_))
+        ));
     }
 
     #[test]
@@ -193,6 +258,9 @@ mod tests {
             eprintln!("mkfifo unavailable; skipped");
             return;
         }
-        assert!(matches!(read_key(&p, "k", 100), ManifestKey::Unknown(Fallback::Skipped(_))));
+        assert!(matches!(
+            read_key(&p, "k", 100),
+            ManifestKey::Unknown(Fallback::Skipped(_))
+        ));
     }
 }

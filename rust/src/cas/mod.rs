@@ -53,7 +53,8 @@ use std::path::Path;
 
 pub use kind::CasKind;
 pub use otlp::{
-    build_cas_metrics_request, build_cas_snapshot_span_request, cas_metrics_request, cas_snapshot_span_request,
+    build_cas_metrics_request, build_cas_snapshot_span_request, cas_metrics_request,
+    cas_snapshot_span_request,
 };
 pub use stats::{Anomalies, AnomalyKind, CasWarning, ScanLimits, StoreStats};
 
@@ -70,9 +71,17 @@ pub fn scan_store(kind: CasKind, cell: &Path, cancel: &CancelToken) -> Result<St
 }
 
 /// [`scan_store`] with explicit limits.
-pub fn scan_store_with(kind: CasKind, cell: &Path, cancel: &CancelToken, limits: ScanLimits) -> Result<StoreStats, Error> {
+pub fn scan_store_with(
+    kind: CasKind,
+    cell: &Path,
+    cancel: &CancelToken,
+    limits: ScanLimits,
+) -> Result<StoreStats, Error> {
     cancel.check()?;
-    let mut stats = StoreStats { cell: cell.to_path_buf(), ..StoreStats::default() };
+    let mut stats = StoreStats {
+        cell: cell.to_path_buf(),
+        ..StoreStats::default()
+    };
     // `os.path.isdir` semantics: symlinks followed; the configured cell is
     // the root the user chose, so following it stays inside that root.
     match fs::metadata(cell) {
@@ -86,7 +95,12 @@ pub fn scan_store_with(kind: CasKind, cell: &Path, cancel: &CancelToken, limits:
             return Ok(stats);
         }
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => return Ok(stats),
-        Err(source) => return Err(Error::Io { path: cell.to_path_buf(), source }),
+        Err(source) => {
+            return Err(Error::Io {
+                path: cell.to_path_buf(),
+                source,
+            })
+        }
     }
 
     let mut scan = Scan::new(cancel, limits);

@@ -95,7 +95,9 @@ impl ExeSuffix {
 /// suffix that matches, then the **last** `_` of the stem; no `_`, or `_`
 /// as the first byte, means "not an entry". The link key is not validated.
 pub(crate) fn split_exe_name(name: &[u8]) -> Option<(&[u8], ExeSuffix)> {
-    let suffix = ExeSuffix::ALL.into_iter().find(|s| name.ends_with(s.as_bytes()))?;
+    let suffix = ExeSuffix::ALL
+        .into_iter()
+        .find(|s| name.ends_with(s.as_bytes()))?;
     let stem = &name[..name.len() - suffix.as_bytes().len()];
     // `_` is ASCII, so a byte search finds the same position as Python's
     // `str.rfind` (UTF-8 continuation bytes and surrogate escapes are ≥ 0x80).
@@ -131,7 +133,9 @@ mod tests {
         let key = parse_object_name(OBJ).unwrap();
         assert_eq!(&key, b"0d99ae76451a0af5b42cc55ffb");
         // basename may contain `_` and hash-looking parts
-        let k2 = parse_object_name(b"a_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o");
+        let k2 = parse_object_name(
+            b"a_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o",
+        );
         assert_eq!(&k2.unwrap(), b"0d99ae76451a0af5b42cc55ffb");
         // non-UTF-8 basename is fine, a newline is not
         assert!(parse_object_name(b"\xff\xfe_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o").is_some());
@@ -150,18 +154,42 @@ mod tests {
             b".o",
             b"",
         ] {
-            assert!(parse_object_name(bad).is_none(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(
+                parse_object_name(bad).is_none(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
     #[test]
     fn exe_names() {
-        assert_eq!(split_exe_name(b"main_a1ef.exe"), Some((&b"main"[..], ExeSuffix::Exe)));
-        assert_eq!(split_exe_name(b"libfoo.a_cc.a"), Some((&b"libfoo.a"[..], ExeSuffix::A)));
-        assert_eq!(split_exe_name(b"libfoo.so_cc.so"), Some((&b"libfoo.so"[..], ExeSuffix::So)));
-        assert_eq!(split_exe_name(b"my_tool_k.exe"), Some((&b"my_tool"[..], ExeSuffix::Exe)));
+        assert_eq!(
+            split_exe_name(b"main_a1ef.exe"),
+            Some((&b"main"[..], ExeSuffix::Exe))
+        );
+        assert_eq!(
+            split_exe_name(b"libfoo.a_cc.a"),
+            Some((&b"libfoo.a"[..], ExeSuffix::A))
+        );
+        assert_eq!(
+            split_exe_name(b"libfoo.so_cc.so"),
+            Some((&b"libfoo.so"[..], ExeSuffix::So))
+        );
+        assert_eq!(
+            split_exe_name(b"my_tool_k.exe"),
+            Some((&b"my_tool"[..], ExeSuffix::Exe))
+        );
         assert_eq!(split_exe_name(b"x_.exe"), Some((&b"x"[..], ExeSuffix::Exe)));
-        for bad in [&b"_k.exe"[..], b"nokey.exe", b".exe", b"main_k.exe.lock", b"main_k.exe.manifest", b"x.publish.tmp", b"main_k.EXE"] {
+        for bad in [
+            &b"_k.exe"[..],
+            b"nokey.exe",
+            b".exe",
+            b"main_k.exe.lock",
+            b"main_k.exe.manifest",
+            b"x.publish.tmp",
+            b"main_k.EXE",
+        ] {
             assert_eq!(split_exe_name(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }

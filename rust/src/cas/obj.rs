@@ -43,20 +43,36 @@ fn entry_size(scan: &mut Scan, entry: &fs::DirEntry) -> Option<u64> {
     };
     // For anything but a symlink lstat (relative to the open directory) is
     // stat; only symlinks need the path-based, following call.
-    let meta = if is_symlink { fs::metadata(entry.path()) } else { entry.metadata() };
+    let meta = if is_symlink {
+        fs::metadata(entry.path())
+    } else {
+        entry.metadata()
+    };
     let meta = match meta {
         Ok(m) => m,
         Err(e) => {
-            let what = if is_symlink { "broken symlink skipped" } else { "vanished or unreadable, skipped" };
+            let what = if is_symlink {
+                "broken symlink skipped"
+            } else {
+                "vanished or unreadable, skipped"
+            };
             scan.note(AnomalyKind::StatFailed, &entry.path(), format!("{what}: {e}"));
             return None;
         }
     };
     if is_symlink {
-        scan.note(AnomalyKind::ObjSymlinkFollowed, &entry.path(), "symlink counted with its target's size");
+        scan.note(
+            AnomalyKind::ObjSymlinkFollowed,
+            &entry.path(),
+            "symlink counted with its target's size",
+        );
     }
     if meta.is_dir() {
-        scan.note(AnomalyKind::ObjDirectoryCounted, &entry.path(), "directory named like an object counted");
+        scan.note(
+            AnomalyKind::ObjDirectoryCounted,
+            &entry.path(),
+            "directory named like an object counted",
+        );
     }
     Some(meta.len())
 }

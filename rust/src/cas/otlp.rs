@@ -21,7 +21,9 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValueKind;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as PointValue;
-use opentelemetry_proto::tonic::metrics::v1::{Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics};
+use opentelemetry_proto::tonic::metrics::v1::{
+    Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics,
+};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, SpanFlags, Status};
@@ -38,12 +40,23 @@ pub const CAS_KIND_ATTRIBUTE: &str = "cas_kind";
 /// Name of the metrics-as-spans snapshot span.
 pub const SNAPSHOT_SPAN_NAME: &str = "ct.cache.snapshot";
 /// The five metric names, in the order compiletools emits them.
-pub const METRIC_NAMES: [&str; 5] =
-    ["ct.cas.total_bytes", "ct.cas.total_entries", "ct.cas.unique_buckets", "ct.cas.wasted_bytes", "ct.cas.duplicate_groups"];
+pub const METRIC_NAMES: [&str; 5] = [
+    "ct.cas.total_bytes",
+    "ct.cas.total_entries",
+    "ct.cas.unique_buckets",
+    "ct.cas.wasted_bytes",
+    "ct.cas.duplicate_groups",
+];
 
 /// The five numbers of a store, in [`METRIC_NAMES`] order.
 fn values(s: &StoreStats) -> [u64; 5] {
-    [s.total_bytes, s.total_entries, s.unique_buckets, s.wasted_bytes, s.duplicate_groups]
+    [
+        s.total_bytes,
+        s.total_entries,
+        s.unique_buckets,
+        s.wasted_bytes,
+        s.duplicate_groups,
+    ]
 }
 
 /// OTLP integers are signed; a count beyond i64 cannot occur, but clamping
@@ -61,7 +74,9 @@ fn in_kind_order(stores: &[(CasKind, StoreStats)]) -> Vec<&(CasKind, StoreStats)
 fn string_kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
         key: key.to_owned(),
-        value: Some(AnyValue { value: Some(AnyValueKind::StringValue(value.to_owned())) }),
+        value: Some(AnyValue {
+            value: Some(AnyValueKind::StringValue(value.to_owned())),
+        }),
         ..Default::default()
     }
 }
@@ -69,17 +84,25 @@ fn string_kv(key: &str, value: &str) -> KeyValue {
 fn int_kv(key: String, value: u64) -> KeyValue {
     KeyValue {
         key,
-        value: Some(AnyValue { value: Some(AnyValueKind::IntValue(as_int(value))) }),
+        value: Some(AnyValue {
+            value: Some(AnyValueKind::IntValue(as_int(value))),
+        }),
         ..Default::default()
     }
 }
 
 fn resource_of(resource: &[(String, String)]) -> Resource {
-    Resource { attributes: resource.iter().map(|(k, v)| string_kv(k, v)).collect(), ..Default::default() }
+    Resource {
+        attributes: resource.iter().map(|(k, v)| string_kv(k, v)).collect(),
+        ..Default::default()
+    }
 }
 
 fn scope() -> InstrumentationScope {
-    InstrumentationScope { name: SCOPE_NAME.to_owned(), ..Default::default() }
+    InstrumentationScope {
+        name: SCOPE_NAME.to_owned(),
+        ..Default::default()
+    }
 }
 
 /// The gauges of spec §3.5 for `stores`, as a request.
@@ -105,20 +128,32 @@ pub fn build_cas_metrics_request(
                     ..Default::default()
                 })
                 .collect();
-            Metric { name: (*name).to_owned(), data: Some(Data::Gauge(Gauge { data_points })), ..Default::default() }
+            Metric {
+                name: (*name).to_owned(),
+                data: Some(Data::Gauge(Gauge { data_points })),
+                ..Default::default()
+            }
         })
         .collect();
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
             resource: Some(resource_of(resource)),
-            scope_metrics: vec![ScopeMetrics { scope: Some(scope()), metrics, schema_url: String::new() }],
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(scope()),
+                metrics,
+                schema_url: String::new(),
+            }],
             schema_url: String::new(),
         }],
     }
 }
 
 /// [`build_cas_metrics_request`], protobuf-encoded (empty when `stores` is).
-pub fn cas_metrics_request(stores: &[(CasKind, StoreStats)], resource: &[(String, String)], time_unix_nano: u64) -> Vec<u8> {
+pub fn cas_metrics_request(
+    stores: &[(CasKind, StoreStats)],
+    resource: &[(String, String)],
+    time_unix_nano: u64,
+) -> Vec<u8> {
     build_cas_metrics_request(stores, resource, time_unix_nano).encode_to_vec()
 }
 
@@ -163,7 +198,11 @@ pub fn build_cas_snapshot_span_request(
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(resource_of(resource)),
-            scope_spans: vec![ScopeSpans { scope: Some(scope()), spans: vec![span], schema_url: String::new() }],
+            scope_spans: vec![ScopeSpans {
+                scope: Some(scope()),
+                spans: vec![span],
+                schema_url: String::new(),
+            }],
             schema_url: String::new(),
         }],
     }
@@ -206,15 +245,35 @@ mod tests {
     fn points_follow_kind_order() {
         let req = build_cas_metrics_request(&[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))], &[], 7);
         let m = &req.resource_metrics[0].scope_metrics[0].metrics;
-        assert_eq!(m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), METRIC_NAMES);
-        let Some(Data::Gauge(g)) = &m[4].data else { panic!("not a gauge") };
-        let got: Vec<_> = g.data_points.iter().map(|p| (p.value, p.time_unix_nano, p.start_time_unix_nano)).collect();
-        assert_eq!(got, [(Some(PointValue::AsInt(24)), 7, 0), (Some(PointValue::AsInt(14)), 7, 0)]);
+        assert_eq!(
+            m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
+            METRIC_NAMES
+        );
+        let Some(Data::Gauge(g)) = &m[4].data else {
+            panic!("not a gauge")
+        };
+        let got: Vec<_> = g
+            .data_points
+            .iter()
+            .map(|p| (p.value, p.time_unix_nano, p.start_time_unix_nano))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(PointValue::AsInt(24)), 7, 0),
+                (Some(PointValue::AsInt(14)), 7, 0)
+            ]
+        );
     }
 
     #[test]
     fn span_attributes_in_spec_order() {
-        let req = build_cas_snapshot_span_request(&[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))], &[], "h", 9);
+        let req = build_cas_snapshot_span_request(
+            &[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))],
+            &[],
+            "h",
+            9,
+        );
         let span = &req.resource_spans[0].scope_spans[0].spans[0];
         let keys: Vec<&str> = span.attributes.iter().map(|a| a.key.as_str()).collect();
         assert_eq!(keys[0], "ct.cas.total_bytes.obj");

@@ -56,7 +56,11 @@ impl<'c> Scan<'c> {
             return;
         }
         if self.warnings.len() < self.limits.max_warnings {
-            self.warnings.push(CasWarning { kind, path: path.to_path_buf(), detail: detail.into() });
+            self.warnings.push(CasWarning {
+                kind,
+                path: path.to_path_buf(),
+                detail: detail.into(),
+            });
         } else {
             self.warnings_suppressed += 1;
         }
@@ -78,7 +82,10 @@ pub(crate) struct Member {
 /// all-zero store instead, which on a dashboard is indistinguishable from
 /// an empty cache; an error with the path is the honest answer.
 pub(crate) fn members(scan: &mut Scan, cell: &Path, accept: fn(&[u8]) -> bool) -> Result<Vec<Member>, Error> {
-    let io_err = |source| Error::Io { path: cell.to_path_buf(), source };
+    let io_err = |source| Error::Io {
+        path: cell.to_path_buf(),
+        source,
+    };
     let mut out = Vec::new();
     for item in fs::read_dir(cell).map_err(io_err)? {
         scan.tick()?;
@@ -90,7 +97,11 @@ pub(crate) fn members(scan: &mut Scan, cell: &Path, accept: fn(&[u8]) -> bool) -
         let path = entry.path();
         match entry.file_type() {
             Ok(t) if t.is_dir() => out.push(Member { name, path }),
-            Ok(t) if t.is_symlink() => scan.note(AnomalyKind::SymlinkedDirIgnored, &path, "symlinked directory ignored"),
+            Ok(t) if t.is_symlink() => scan.note(
+                AnomalyKind::SymlinkedDirIgnored,
+                &path,
+                "symlinked directory ignored",
+            ),
             Ok(_) => {}
             // Python's `is_dir()` answers False when lstat fails: skipped.
             Err(e) => scan.note(AnomalyKind::StatFailed, &path, e.to_string()),

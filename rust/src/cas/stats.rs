@@ -20,7 +20,10 @@ pub struct ScanLimits {
 
 impl Default for ScanLimits {
     fn default() -> Self {
-        Self { max_manifest_bytes: 16 * 1024 * 1024, max_warnings: 50 }
+        Self {
+            max_manifest_bytes: 16 * 1024 * 1024,
+            max_warnings: 50,
+        }
     }
 }
 
@@ -136,7 +139,10 @@ impl AnomalyKind {
     /// Whether one occurrence deserves a warning line. Missing manifests and
     /// manifests without key are routine (legacy entries), so only counted.
     pub(crate) fn warns(self) -> bool {
-        !matches!(self, AnomalyKind::ManifestMissing | AnomalyKind::ManifestWithoutKey)
+        !matches!(
+            self,
+            AnomalyKind::ManifestMissing | AnomalyKind::ManifestWithoutKey
+        )
     }
 }
 
@@ -190,7 +196,13 @@ pub struct CasWarning {
 
 impl fmt::Display for CasWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.path.display(), self.kind.as_str(), self.detail)
+        write!(
+            f,
+            "{}: {}: {}",
+            self.path.display(),
+            self.kind.as_str(),
+            self.detail
+        )
     }
 }
 

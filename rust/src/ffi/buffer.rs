@@ -61,7 +61,11 @@ pub struct CtBuffer {
 
 impl CtBuffer {
     pub const fn empty() -> Self {
-        Self { ptr: std::ptr::null_mut(), len: 0, cap: 0 }
+        Self {
+            ptr: std::ptr::null_mut(),
+            len: 0,
+            cap: 0,
+        }
     }
 
     pub fn from_vec(v: Vec<u8>) -> Self {
@@ -69,7 +73,11 @@ impl CtBuffer {
             return Self::empty();
         }
         let mut v = std::mem::ManuallyDrop::new(v);
-        Self { ptr: v.as_mut_ptr(), len: v.len(), cap: v.capacity() }
+        Self {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+            cap: v.capacity(),
+        }
     }
 
     pub fn from_string(s: String) -> Self {

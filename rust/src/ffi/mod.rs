@@ -112,8 +112,12 @@ pub extern "C" fn ct_abi_version() -> u32 {
 /// A new, unset cancel token; free it with `ct_cancel_free`.
 #[no_mangle]
 pub extern "C" fn ct_cancel_new() -> *mut CtCancel {
-    guard(|| Box::into_raw(Box::new(CtCancel { token: CancelToken::new() })))
-        .unwrap_or(std::ptr::null_mut())
+    guard(|| {
+        Box::into_raw(Box::new(CtCancel {
+            token: CancelToken::new(),
+        }))
+    })
+    .unwrap_or(std::ptr::null_mut())
 }
 
 /// Sets the token; calls running with it stop at their next check.
@@ -187,7 +191,10 @@ pub unsafe extern "C" fn ct_process_build(
         Ok(Ok(output)) => {
             fill_summary(out, &output.summary);
             out.traces = output.traces.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
-            out.metrics = output.metrics.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
+            out.metrics = output
+                .metrics
+                .map(CtBuffer::from_vec)
+                .unwrap_or(CtBuffer::empty());
             ErrorCode::Ok as i32
         }
         Ok(Err((code, message))) => {
@@ -208,7 +215,9 @@ pub unsafe extern "C" fn ct_process_build(
 #[no_mangle]
 pub unsafe extern "C" fn ct_build_result_free(res: *mut CtBuildResult) {
     // SAFETY: the caller guarantees res is valid or null.
-    let Some(res) = (unsafe { res.as_mut() }) else { return };
+    let Some(res) = (unsafe { res.as_mut() }) else {
+        return;
+    };
     let _ = guard(|| {
         // SAFETY: each buffer came from CtBuffer::from_vec; release empties it,
         // so a second call is a no-op.
@@ -259,9 +268,21 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
 fn decode_limits(l: &CtLimits) -> Limits {
     let d = Limits::default();
     Limits {
-        max_file_bytes: if l.max_file_bytes == 0 { d.max_file_bytes } else { l.max_file_bytes },
-        max_events: if l.max_events == 0 { d.max_events } else { l.max_events },
-        max_depth: if l.max_depth == 0 { d.max_depth } else { l.max_depth },
+        max_file_bytes: if l.max_file_bytes == 0 {
+            d.max_file_bytes
+        } else {
+            l.max_file_bytes
+        },
+        max_events: if l.max_events == 0 {
+            d.max_events
+        } else {
+            l.max_events
+        },
+        max_depth: if l.max_depth == 0 {
+            d.max_depth
+        } else {
+            l.max_depth
+        },
         max_attribute_len: if l.max_attribute_len == 0 {
             d.max_attribute_len
         } else {
@@ -282,7 +303,10 @@ fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
     Ok(fields
         .chunks(2)
         .map(|kv| {
-            (String::from_utf8_lossy(kv[0]).into_owned(), String::from_utf8_lossy(kv[1]).into_owned())
+            (
+                String::from_utf8_lossy(kv[0]).into_owned(),
+                String::from_utf8_lossy(kv[1]).into_owned(),
+            )
         })
         .collect())
 }
@@ -292,11 +316,17 @@ mod tests {
     use super::*;
 
     fn view(b: &[u8]) -> CtByteView {
-        CtByteView { ptr: b.as_ptr(), len: b.len() }
+        CtByteView {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        }
     }
 
     fn request(dir: &[u8], flags: u32) -> CtBuildRequest {
-        let empty = CtByteView { ptr: std::ptr::null(), len: 0 };
+        let empty = CtByteView {
+            ptr: std::ptr::null(),
+            len: 0,
+        };
         CtBuildRequest {
             invocation_dir: view(dir),
             statslog_path: empty,
@@ -307,7 +337,12 @@ mod tests {
             resource_attributes: empty,
             signals: CT_SIGNAL_TRACES,
             flags,
-            limits: CtLimits { max_file_bytes: 0, max_events: 0, max_depth: 0, max_attribute_len: 0 },
+            limits: CtLimits {
+                max_file_bytes: 0,
+                max_events: 0,
+                max_depth: 0,
+                max_attribute_len: 0,
+            },
         }
     }
 

@@ -104,9 +104,10 @@ impl AttrBuilder {
             MetaValue::BoolArray(v) => array(v.iter().map(|b| Value::BoolValue(*b))),
             MetaValue::IntArray(v) => array(v.iter().map(|i| Value::IntValue(*i))),
             MetaValue::DoubleArray(v) => array(v.iter().map(|d| Value::DoubleValue(*d))),
-            MetaValue::StrArray(v) => {
-                array(v.iter().map(|s| Value::StringValue(truncate(s, max_len).to_owned())))
-            }
+            MetaValue::StrArray(v) => array(
+                v.iter()
+                    .map(|s| Value::StringValue(truncate(s, max_len).to_owned())),
+            ),
         };
         let builtins = self.builtins;
         *self.slot(key, builtins).0 = Some(AnyValue { value: Some(v) });
@@ -154,11 +155,16 @@ impl AttrBuilder {
 
 /// Stores a string value, reusing the slot's string buffer if it has one.
 fn set_string(slot: &mut Option<AnyValue>, s: &str) {
-    if let Some(AnyValue { value: Some(Value::StringValue(dst)) }) = slot {
+    if let Some(AnyValue {
+        value: Some(Value::StringValue(dst)),
+    }) = slot
+    {
         dst.clear();
         dst.push_str(s);
     } else {
-        *slot = Some(AnyValue { value: Some(Value::StringValue(s.to_owned())) });
+        *slot = Some(AnyValue {
+            value: Some(Value::StringValue(s.to_owned())),
+        });
     }
 }
 

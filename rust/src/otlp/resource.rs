@@ -46,10 +46,7 @@ pub fn build_resource(
     invocation_id: &str,
     warnings: &mut Warnings,
 ) -> Resource {
-    let mut a = AttrBuilder::with_capacity(
-        req.limits.max_attribute_len,
-        8 + req.resource_attributes.len(),
-    );
+    let mut a = AttrBuilder::with_capacity(req.limits.max_attribute_len, 8 + req.resource_attributes.len());
     let service = if req.service_name.is_empty() {
         DEFAULT_SERVICE_NAME
     } else {
@@ -103,12 +100,10 @@ mod tests {
     fn attrs(r: &Resource) -> Vec<(String, String)> {
         r.attributes
             .iter()
-            .map(
-                |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                    Some(Value::StringValue(s)) => (kv.key.clone(), s.clone()),
-                    other => panic!("{other:?}"),
-                },
-            )
+            .map(|kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(Value::StringValue(s)) => (kv.key.clone(), s.clone()),
+                other => panic!("{other:?}"),
+            })
             .collect()
     }
 

@@ -13,10 +13,7 @@ pub const CCACHE_OVERCOUNT: &str = "ccache_overcount";
 /// summary precedes them once statslog data is available for a build.
 pub fn root_attributes(agg: &BuildAggregates, max_attribute_len: u32) -> Vec<KeyValue> {
     let mut a = AttrBuilder::with_capacity(max_attribute_len, 5);
-    a.int(
-        "ct.build.cas_avoided_count",
-        saturating_i64(agg.cas_avoided),
-    );
+    a.int("ct.build.cas_avoided_count", saturating_i64(agg.cas_avoided));
     a.int(
         "ct.build.ccache_avoided_count",
         saturating_i64(agg.ccache_avoided),
@@ -50,9 +47,6 @@ mod tests {
         let keys = |a: &[KeyValue]| a.iter().map(|kv| kv.key.clone()).collect::<Vec<_>>();
         assert_eq!(root_attributes(&agg, 100).len(), 4);
         agg.ccache_overcount = true;
-        assert_eq!(
-            keys(&root_attributes(&agg, 100))[4],
-            "ct.build.aggregate_warning"
-        );
+        assert_eq!(keys(&root_attributes(&agg, 100))[4], "ct.build.aggregate_warning");
     }
 }

@@ -58,14 +58,21 @@ pub struct TraceInput<'x, 'a> {
 
 /// Builds the request as a prost message. Spans are in pre-order (root
 /// first).
-pub fn build_trace_request(input: TraceInput, warnings: &mut Warnings) -> (ExportTraceServiceRequest, TraceStats) {
+pub fn build_trace_request(
+    input: TraceInput,
+    warnings: &mut Warnings,
+) -> (ExportTraceServiceRequest, TraceStats) {
     let mut spans = Vec::new();
     let resource = input.resource.clone();
     let stats = walk(&input, &mut |span| spans.push(span.clone()), warnings);
     let request = ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(resource),
-            scope_spans: vec![ScopeSpans { scope: Some(scope()), spans, schema_url: String::new() }],
+            scope_spans: vec![ScopeSpans {
+                scope: Some(scope()),
+                spans,
+                schema_url: String::new(),
+            }],
             schema_url: String::new(),
         }],
     };
@@ -77,24 +84,44 @@ pub fn build_trace_request(input: TraceInput, warnings: &mut Warnings) -> (Expor
 /// `build_trace_request(..).0.encode_to_vec()`. `size_hint` is the expected
 /// output size (the file size is a good upper bound); untouched reserved
 /// memory costs no RSS.
-pub fn encode_trace_request(input: TraceInput, size_hint: usize, warnings: &mut Warnings) -> (Vec<u8>, TraceStats) {
+pub fn encode_trace_request(
+    input: TraceInput,
+    size_hint: usize,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, TraceStats) {
     // Everything before the spans is known up front except two lengths.
     // Leave room for them (at most 10 bytes each) in front of the spans,
     // write the spans, then fill the head in right-aligned and remove the
     // unused part of the gap.
-    let resource_head =
-        ResourceSpans { resource: Some(input.resource.clone()), scope_spans: Vec::new(), schema_url: String::new() }
-            .encode_to_vec();
-    let scope_head = ScopeSpans { scope: Some(scope()), spans: Vec::new(), schema_url: String::new() }.encode_to_vec();
+    let resource_head = ResourceSpans {
+        resource: Some(input.resource.clone()),
+        scope_spans: Vec::new(),
+        schema_url: String::new(),
+    }
+    .encode_to_vec();
+    let scope_head = ScopeSpans {
+        scope: Some(scope()),
+        spans: Vec::new(),
+        schema_url: String::new(),
+    }
+    .encode_to_vec();
     let gap = 2 * (1 + 10) + resource_head.len() + scope_head.len();
     let mut buf = Vec::with_capacity(gap.saturating_add(size_hint));
     buf.resize(gap, 0);
-    let stats = walk(&input, &mut |span| prost::encoding::message::encode(SCOPE_SPANS_SPANS, span, &mut buf), warnings);
+    let stats = walk(
+        &input,
+        &mut |span| prost::encoding::message::encode(SCOPE_SPANS_SPANS, span, &mut buf),
+        warnings,
+    );
 
     let spans_len = buf.len() - gap;
     let scope_spans_len = scope_head.len() + spans_len;
     let mut scope_field = Vec::with_capacity(11 + scope_head.len());
-    encode_key(RESOURCE_SPANS_SCOPE_SPANS, WireType::LengthDelimited, &mut scope_field);
+    encode_key(
+        RESOURCE_SPANS_SCOPE_SPANS,
+        WireType::LengthDelimited,
+        &mut scope_field,
+    );
     encode_varint(scope_spans_len as u64, &mut scope_field);
     scope_field.extend_from_slice(&scope_head);
     let resource_spans_len = resource_head.len() + scope_field.len() + spans_len;
@@ -118,7 +145,10 @@ pub fn encode_trace_request(input: TraceInput, size_hint: usize, warnings: &mut 
 }
 
 fn scope() -> InstrumentationScope {
-    InstrumentationScope { name: SCOPE_NAME.to_owned(), ..Default::default() }
+    InstrumentationScope {
+        name: SCOPE_NAME.to_owned(),
+        ..Default::default()
+    }
 }
 
 /// Builds every span, handing each to `sink` in pre-order. The span passed
@@ -188,7 +218,10 @@ impl SpanWriter<'_> {
         let id = ids::span_id(&self.trace_id, &self.path);
         let ((start, end), repaired) = self.clock.event_interval(event);
         if repaired {
-            self.warnings.push(format!("{:?}: span time before 2000 or end before start; clamped", event.name));
+            self.warnings.push(format!(
+                "{:?}: span time before 2000 or end before start; clamped",
+                event.name
+            ));
         }
         self.set_attributes(event);
         let s = &mut self.scratch;
@@ -241,11 +274,7 @@ mod tests {
     use super::*;
     use crate::timing::MetaValue;
 
-    fn input<'x>(
-        build: &'x Build<'static>,
-        clock: &'x Clock,
-        resource: Resource,
-    ) -> TraceInput<'x, 'static> {
+    fn input<'x>(build: &'x Build<'static>, clock: &'x Clock, resource: Resource) -> TraceInput<'x, 'static> {
         TraceInput {
             build,
             clock,
@@ -298,10 +327,8 @@ mod tests {
                 }],
                 ..Default::default()
             };
-            let (request, stats_a) = build_trace_request(
-                input(&build, &clock, resource.clone()),
-                &mut Warnings::new(),
-            );
+            let (request, stats_a) =
+                build_trace_request(input(&build, &clock, resource.clone()), &mut Warnings::new());
             for hint in [0, 1 << 20] {
                 let (bytes, stats_b) = encode_trace_request(
                     input(&build, &clock, resource.clone()),

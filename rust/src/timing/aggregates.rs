@@ -17,8 +17,7 @@ pub struct CcacheHits {
 impl CcacheHits {
     /// `H` of spec §3.4: every ccache hit of the build.
     pub fn total(&self) -> u64 {
-        self.direct_cache_hit
-            .saturating_add(self.preprocessed_cache_hit)
+        self.direct_cache_hit.saturating_add(self.preprocessed_cache_hit)
     }
 }
 
@@ -50,10 +49,7 @@ pub fn compute(build: &Build, ccache: Option<CcacheHits>) -> BuildAggregates {
     walk_phases(&build.children, &mut |rule| {
         if rule.rule_type() == Some("compile") {
             compile_rules += 1;
-            if rule
-                .metadata_value("cas.hit")
-                .is_some_and(|v| v.is_truthy())
-            {
+            if rule.metadata_value("cas.hit").is_some_and(|v| v.is_truthy()) {
                 cas_avoided += 1;
             }
         }
@@ -155,30 +151,18 @@ mod tests {
         };
         let agg = compute(&build, hits(1));
         assert_eq!(
-            (
-                agg.recompiled,
-                agg.compile_avoided_rate,
-                agg.ccache_overcount
-            ),
+            (agg.recompiled, agg.compile_avoided_rate, agg.ccache_overcount),
             (1, 0.5, false)
         );
         let agg = compute(&build, hits(5));
         assert_eq!(
-            (
-                agg.recompiled,
-                agg.compile_avoided_rate,
-                agg.ccache_overcount
-            ),
+            (agg.recompiled, agg.compile_avoided_rate, agg.ccache_overcount),
             (0, 1.0, true)
         );
         // Corpus case 06: no compile rules, 58 hits from a stale statslog.
         let agg = compute(&Build::default(), hits(58));
         assert_eq!(
-            (
-                agg.recompiled,
-                agg.compile_avoided_rate,
-                agg.ccache_overcount
-            ),
+            (agg.recompiled, agg.compile_avoided_rate, agg.ccache_overcount),
             (0, 0.0, true)
         );
     }

@@ -68,12 +68,8 @@ pub struct Clock {
 
 impl Clock {
     pub fn for_build(build: &Build) -> Result<Self, ClockError> {
-        let ts = build
-            .timestamp
-            .as_deref()
-            .ok_or(ClockError::MissingTimestamp)?;
-        let t_end =
-            parse_timestamp(ts).ok_or_else(|| ClockError::UnparseableTimestamp(ts.to_owned()))?;
+        let ts = build.timestamp.as_deref().ok_or(ClockError::MissingTimestamp)?;
+        let t_end = parse_timestamp(ts).ok_or_else(|| ClockError::UnparseableTimestamp(ts.to_owned()))?;
         if t_end < Y2000_UNIX_NS {
             return Err(ClockError::Before2000("`timestamp`"));
         }
@@ -127,10 +123,7 @@ impl Clock {
         let end = self.wall(secs_to_ns(event.end()));
         let fixed_start = start.max(Y2000_UNIX_NS);
         let fixed_end = end.max(fixed_start);
-        (
-            (fixed_start, fixed_end),
-            fixed_start != start || fixed_end != end,
-        )
+        ((fixed_start, fixed_end), fixed_start != start || fixed_end != end)
     }
 }
 
@@ -193,10 +186,7 @@ mod tests {
         );
         // vec2.cpp's start: 1069.408539 → 127.535 ms after the root start.
         let e = rule(Some(1069.408539), Some(1069.74683));
-        assert_eq!(
-            c.event_interval(&e).0 .0,
-            1_796_010_220_781_096_000 + 127_535_000
-        );
+        assert_eq!(c.event_interval(&e).0 .0, 1_796_010_220_781_096_000 + 127_535_000);
     }
 
     #[test]
@@ -207,10 +197,7 @@ mod tests {
             c.is_anchored(&rule(Some(99.0), Some(111.0))),
             "1 s of slack on each side"
         );
-        assert!(
-            !c.is_anchored(&rule(Some(0.0), Some(101.0))),
-            "0.0 sentinel"
-        );
+        assert!(!c.is_anchored(&rule(Some(0.0), Some(101.0))), "0.0 sentinel");
         assert!(
             !c.is_anchored(&rule(None, Some(101.0))),
             "missing start defaults to 0.0"

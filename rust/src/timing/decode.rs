@@ -169,9 +169,7 @@ impl<'de> Visitor<'de> for BuildSeed<'_> {
                         Children::List(list) => list,
                         Children::Null => Vec::new(),
                         Children::Invalid(t) => {
-                            return Err(de::Error::custom(format_args!(
-                                "phases is {t}, not an array"
-                            )))
+                            return Err(de::Error::custom(format_args!("phases is {t}, not an array")))
                         }
                     }
                 }
@@ -204,10 +202,7 @@ fn top_string<'de>(ctx: &Ctx, v: Loose<'de>, key: &str) -> Cow<'de, str> {
         Loose::Str(s) => s,
         Loose::Null => Cow::Borrowed(""),
         other => {
-            ctx.warn(format!(
-                "{key} is {}, not a string; ignored",
-                other.type_name()
-            ));
+            ctx.warn(format!("{key} is {}, not a string; ignored", other.type_name()));
             Cow::Borrowed("")
         }
     }
@@ -367,9 +362,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 EventKey::Elapsed => fields.elapsed_s = Some(map.next_value()?),
                 EventKey::Metadata => fields.metadata = Some(map.next_value()?),
                 EventKey::Rules => fields.rules = Some(map.next_value_seed(self.children())?),
-                EventKey::ChildRules => {
-                    fields.children = Some(map.next_value_seed(self.children())?)
-                }
+                EventKey::ChildRules => fields.children = Some(map.next_value_seed(self.children())?),
                 EventKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -437,9 +430,7 @@ impl<'a> EventFields<'a> {
         let name = match self.name {
             Some(Loose::Str(s)) => s,
             None => return seed.skip(format_args!("no name")),
-            Some(other) => {
-                return seed.skip(format_args!("name is {}, not a string", other.type_name()))
-            }
+            Some(other) => return seed.skip(format_args!("name is {}, not a string", other.type_name())),
         };
         let rule_type = match self.rule_type {
             None | Some(Loose::Null) => None,
@@ -452,10 +443,7 @@ impl<'a> EventFields<'a> {
                 ))
             }
         };
-        let warn = |what: &str, t: &str| {
-            seed.ctx
-                .warn(format!("event {name:?}: {what} is {t}; ignored"))
-        };
+        let warn = |what: &str, t: &str| seed.ctx.warn(format!("event {name:?}: {what} is {t}; ignored"));
         let string = |v: Option<Loose<'a>>, what: &str| match v {
             None | Some(Loose::Null) => Cow::Borrowed(""),
             Some(Loose::Str(s)) => s,

@@ -103,9 +103,7 @@ impl<'de> Visitor<'de> for LooseVisitor {
         Ok(Loose::Int(v))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(i64::try_from(v)
-            .map(Loose::Int)
-            .unwrap_or(Loose::BigUint(v)))
+        Ok(i64::try_from(v).map(Loose::Int).unwrap_or(Loose::BigUint(v)))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
         Ok(Loose::Float(v))
@@ -151,10 +149,9 @@ mod tests {
 
     #[test]
     fn loose_reads_every_type() {
-        let v: Vec<Loose> = serde_json::from_str(
-            r#"[null, true, -3, 18446744073709551615, 1.5, "a", [1], {}, "\u00e9"]"#,
-        )
-        .unwrap();
+        let v: Vec<Loose> =
+            serde_json::from_str(r#"[null, true, -3, 18446744073709551615, 1.5, "a", [1], {}, "\u00e9"]"#)
+                .unwrap();
         assert_eq!(
             v,
             vec![

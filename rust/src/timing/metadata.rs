@@ -250,10 +250,7 @@ mod tests {
     #[test]
     fn homogeneous_arrays_are_kept() {
         assert_eq!(value("[1, 2]"), MetaValue::IntArray(vec![1, 2]));
-        assert_eq!(
-            value("[1.5, 2e3]"),
-            MetaValue::DoubleArray(vec![1.5, 2000.0])
-        );
+        assert_eq!(value("[1.5, 2e3]"), MetaValue::DoubleArray(vec![1.5, 2000.0]));
         assert_eq!(value("[true]"), MetaValue::BoolArray(vec![true]));
         assert_eq!(
             value(r#"["a", "b"]"#),
@@ -264,20 +261,11 @@ mod tests {
 
     #[test]
     fn other_values_are_unsupported() {
-        assert_eq!(
-            value(r#"[1, "a"]"#),
-            MetaValue::Unsupported { truthy: true }
-        );
+        assert_eq!(value(r#"[1, "a"]"#), MetaValue::Unsupported { truthy: true });
         assert_eq!(value("[1, 2.5]"), MetaValue::Unsupported { truthy: true });
-        assert_eq!(
-            value(r#"["a", null]"#),
-            MetaValue::Unsupported { truthy: true }
-        );
+        assert_eq!(value(r#"["a", null]"#), MetaValue::Unsupported { truthy: true });
         assert_eq!(value("[[1]]"), MetaValue::Unsupported { truthy: true });
-        assert_eq!(
-            value(r#"{"a": 1}"#),
-            MetaValue::Unsupported { truthy: true }
-        );
+        assert_eq!(value(r#"{"a": 1}"#), MetaValue::Unsupported { truthy: true });
         assert_eq!(value("{}"), MetaValue::Unsupported { truthy: false });
     }
 

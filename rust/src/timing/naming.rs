@@ -23,7 +23,11 @@ pub fn write_span_name(out: &mut String, event: &Event) {
         out.push_str(&event.name);
         return;
     };
-    let path = if event.source.is_empty() { &event.target } else { &event.source };
+    let path = if event.source.is_empty() {
+        &event.target
+    } else {
+        &event.source
+    };
     let parent = parent_dir_name(path);
     out.push_str(rule_type);
     out.push('.');
@@ -68,10 +72,7 @@ mod tests {
 
     #[test]
     fn parent_dir_name_follows_posixpath() {
-        assert_eq!(
-            parent_dir_name("/home/dev/src/geom/src/geom/vec2.cpp"),
-            "geom"
-        );
+        assert_eq!(parent_dir_name("/home/dev/src/geom/src/geom/vec2.cpp"), "geom");
         assert_eq!(parent_dir_name("/foo.cpp"), "");
         assert_eq!(parent_dir_name("foo.cpp"), "");
         assert_eq!(parent_dir_name(""), "");

@@ -64,8 +64,8 @@ fn replace_lone_surrogates(text: String) -> (String, u64) {
     let count = lone.len() as u64;
     // Only ASCII hex digits were overwritten with ASCII, so this cannot fail;
     // the fallback keeps the function panic-free regardless.
-    let text = String::from_utf8(bytes)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let text =
+        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     (text, count)
 }
 
@@ -83,9 +83,7 @@ fn find_lone_surrogates(b: &[u8]) -> Vec<usize> {
             continue;
         }
         match surrogate_at(b, at) {
-            Some(Surrogate::High) if surrogate_at(b, at + 6) == Some(Surrogate::Low) => {
-                skip_until = at + 12
-            }
+            Some(Surrogate::High) if surrogate_at(b, at + 6) == Some(Surrogate::Low) => skip_until = at + 12,
             Some(_) => {
                 lone.push(at);
                 skip_until = at + 6;
@@ -129,16 +127,10 @@ mod tests {
 
     #[test]
     fn lone_surrogates_become_replacement() {
-        assert_eq!(
-            fix(r#"{"a":"x\udc80y"}"#),
-            (r#"{"a":"x\ufffdy"}"#.to_owned(), 1)
-        );
+        assert_eq!(fix(r#"{"a":"x\udc80y"}"#), (r#"{"a":"x\ufffdy"}"#.to_owned(), 1));
         assert_eq!(fix(r#"["\uD800"]"#), (r#"["\ufffd"]"#.to_owned(), 1));
         // A low surrogate first, then a high one at the very end.
-        assert_eq!(
-            fix(r#""\udc00\ud800""#),
-            (r#""\ufffd\ufffd""#.to_owned(), 2)
-        );
+        assert_eq!(fix(r#""\udc00\ud800""#), (r#""\ufffd\ufffd""#.to_owned(), 2));
         let parsed: String = serde_json::from_str(&fix(r#""a\udcffb""#).0).unwrap();
         assert_eq!(parsed, "a\u{fffd}b");
     }
