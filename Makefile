@@ -22,7 +22,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb collector run test test-rust test-go test-e2e venv clean
+.PHONY: build rust header ocb collector run test test-rust test-go test-e2e venv clean bench-receiver
 
 build: collector
 
@@ -67,6 +67,10 @@ test-go: rust
 
 test-e2e: collector venv
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/e2e
+
+## bench-receiver: idle cost with 10k watched builds, rename→sink latency, backlog throughput
+bench-receiver: collector venv
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/perf/receiver_bench.py all
 
 clean:
 	cargo clean

@@ -58,8 +58,10 @@ def render_config(include, exporter_endpoint, health_port, receiver_extra=None, 
     extension keeps the receiver's checkpoints and the exporter's queue there.
     """
     includes = ", ".join(_q(p) for p in include)
+    receiver_extra = dict(receiver_extra or {})
+    poll = receiver_extra.pop("poll_interval", f"{int(POLL_INTERVAL_S * 1000)}ms")
     extra = "".join(f"    {k}: {_q(v) if isinstance(v, str) else json.dumps(v)}\n"
-                    for k, v in (receiver_extra or {}).items())
+                    for k, v in receiver_extra.items())
     storage_ext, storage_names, queue, receiver_storage = "", "", "", ""
     if storage_dir is not None:
         storage_ext = f"  file_storage:\n    directory: {_q(storage_dir)}\n    create_directory: true\n"
@@ -72,7 +74,7 @@ def render_config(include, exporter_endpoint, health_port, receiver_extra=None, 
 receivers:
   compiletools:
     include: [{includes}]
-    poll_interval: {int(POLL_INTERVAL_S * 1000)}ms
+    poll_interval: {poll}
     host_name: {_q(HOST_NAME)}
 {receiver_storage}{extra}exporters:
   # "otlp_http" is the exporter's type since v0.16x; the old "otlphttp" alias

@@ -36,7 +36,8 @@ PATHS = {"/v1/traces": "traces", "/v1/metrics": "metrics", "/v1/logs": "logs"}
 # Refuse absurd bodies instead of reading them into memory.
 MAX_BODY_BYTES = 256 * 1024 * 1024
 
-Received = namedtuple("Received", "signal message content_encoding wire_bytes")
+# arrived_at: time.monotonic() when the request was decoded (latency measurements).
+Received = namedtuple("Received", "signal message content_encoding wire_bytes arrived_at")
 Rejected = namedtuple("Rejected", "path status reason")
 
 
@@ -71,7 +72,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.sink._record_rejected(Rejected(path, exc.status, exc.reason))
             self._reply(exc.status, exc.reason.encode(), "text/plain; charset=utf-8")
             return
-        self.server.sink._record(Received(kind, message, encoding or None, len(body)))
+        self.server.sink._record(Received(kind, message, encoding or None, len(body), time.monotonic()))
         response = otlp.SIGNALS[kind][1]().SerializeToString()
         self._reply(200, response, "application/x-protobuf")
 
