@@ -34,6 +34,12 @@
 //! alone. Example: the third rule of the fifth phase has path `[4, 2]`, field
 //! `00 00 00 00 00 00 00 08 | 00 00 00 04 | 00 00 00 02`.
 //!
+//! **snapshot span_id** (8 bytes) of the `ct.ccache.snapshot` span that
+//! metrics-as-spans puts into a build's trace (DESIGN §2 fix 7) = the first
+//! 8 bytes of `SHA-256(field("ctotel/v1/ccache-snapshot") ‖ field(trace_id))`.
+//! Its own domain tag keeps it apart from every event's span id whatever
+//! the tree looks like (no index path is reserved for it).
+//!
 //! **All-zero ids** are invalid in OTLP. If the truncated hash is all zeros,
 //! one more field holding a counter `n` (u32 big-endian, `n` = 1, 2, …) is
 //! appended to the same input and the hash is taken again, until the id is
@@ -48,6 +54,8 @@ use sha2::{Digest, Sha256};
 const TRACE_DOMAIN: &[u8] = b"ctotel/v1/trace";
 /// Domain separation tag of span ids.
 const SPAN_DOMAIN: &[u8] = b"ctotel/v1/span";
+/// Domain separation tag of the ccache snapshot span id.
+const SNAPSHOT_DOMAIN: &[u8] = b"ctotel/v1/ccache-snapshot";
 
 /// The trace id of one build.
 pub fn trace_id(host: &str, canonical_dir: &[u8], timestamp: &str) -> [u8; 16] {
@@ -64,6 +72,14 @@ pub fn span_id(trace_id: &[u8; 16], index_path: &[u32]) -> [u8; 8] {
         path.extend_from_slice(&index.to_be_bytes());
     }
     let fields: [&[u8]; 3] = [SPAN_DOMAIN, trace_id, &path];
+    let mut id = [0u8; 8];
+    hash_nonzero(&fields, &mut id);
+    id
+}
+
+/// The span id of the build's `ct.ccache.snapshot` span in `trace_id`.
+pub fn snapshot_span_id(trace_id: &[u8; 16]) -> [u8; 8] {
+    let fields: [&[u8]; 2] = [SNAPSHOT_DOMAIN, trace_id];
     let mut id = [0u8; 8];
     hash_nonzero(&fields, &mut id);
     id
@@ -158,6 +174,20 @@ mod tests {
         for (path, want) in cases {
             assert_eq!(to_hex(&span_id(&tid, path)), want, "span_id({path:?})");
         }
+    }
+
+    #[test]
+    fn snapshot_span_id_vectors() {
+        let tid = trace_id(
+            "vm",
+            b"/home/dev/runs/01-geom-shake-cold/diag/20261130T034340-24175",
+            "2026-11-30T03:43:45.418084+00:00",
+        );
+        assert_eq!(to_hex(&snapshot_span_id(&tid)), "fa13629f643d62ed");
+        assert_eq!(to_hex(&snapshot_span_id(&[0; 16])), "0a90c742d54997c3");
+        // Distinct from the root's and any event's id in the same trace.
+        assert_ne!(snapshot_span_id(&tid), span_id(&tid, &[]));
+        assert_ne!(snapshot_span_id(&tid), span_id(&tid, &[u32::MAX]));
     }
 
     #[test]

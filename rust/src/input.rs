@@ -15,6 +15,29 @@ use crate::error::Error;
 /// past the limit either. Anything but a regular file (a FIFO would block
 /// the call forever, a directory cannot be read) is an I/O error.
 pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
+    let partial = read_bounded_partial(path, max_bytes)?;
+    match partial.error {
+        None => Ok(partial.bytes),
+        Some(source) => Err(Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// What [`read_bounded_partial`] got: the bytes read, and the read error
+/// that stopped it early, if any.
+#[derive(Debug)]
+pub struct Partial {
+    pub bytes: Vec<u8>,
+    pub error: Option<io::Error>,
+}
+
+/// Like [`read_bounded`], but a read error after a successful open keeps the
+/// bytes read so far (side files such as the ccache statslog are counted up
+/// to an I/O error, as compiletools does). Open, stat, type and size
+/// failures are still errors.
+pub fn read_bounded_partial(path: &Path, max_bytes: u64) -> Result<Partial, Error> {
     let io_err = |source: io::Error| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -30,19 +53,30 @@ pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
     if meta.len() > max_bytes {
         return Err(too_big(path, meta.len(), max_bytes));
     }
+    let partial = read_capped(file, meta.len(), max_bytes).map_err(io_err)?;
+    if partial.bytes.len() as u64 > max_bytes {
+        return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
+    }
+    Ok(partial)
+}
+
+/// Reads at most `max_bytes + 1` bytes from `reader` into one allocation
+/// sized for `expected_len`. The only error returned is a failed
+/// allocation; read errors end up in [`Partial::error`].
+fn read_capped(reader: impl Read, expected_len: u64, max_bytes: u64) -> io::Result<Partial> {
     // One spare byte lets a file that grew past the limit be detected without
     // a second allocation.
-    let capacity = usize::try_from(meta.len().saturating_add(1)).unwrap_or(usize::MAX);
-    let mut buf = Vec::new();
-    buf.try_reserve_exact(capacity)
-        .map_err(|e| io_err(io::Error::new(io::ErrorKind::OutOfMemory, e)))?;
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(io_err)?;
-    if buf.len() as u64 > max_bytes {
-        return Err(too_big(path, buf.len() as u64, max_bytes));
-    }
-    Ok(buf)
+    let capacity = usize::try_from(expected_len.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(capacity)
+        .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+    // read_to_end keeps what it read before an error (and retries EINTR).
+    let error = reader
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .err();
+    Ok(Partial { bytes, error })
 }
 
 fn too_big(path: &Path, size: u64, max: u64) -> Error {
@@ -70,6 +104,29 @@ mod tests {
         let p = dir.path().join("f");
         std::fs::write(&p, b"hello!").unwrap();
         assert!(matches!(read_bounded(&p, 5), Err(Error::LimitExceeded { .. })));
+    }
+
+    #[test]
+    fn read_error_keeps_what_was_read() {
+        /// Hands out its bytes, then fails.
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::other("device gone"));
+                }
+                let n = buf.len().min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let p = read_capped(Failing(b"abc\nde"), 6, 100).unwrap();
+        assert_eq!(p.bytes, b"abc\nde");
+        assert_eq!(p.error.map(|e| e.to_string()), Some("device gone".to_owned()));
+        let p = read_capped(&b"abcdef"[..], 6, 3).unwrap();
+        assert_eq!(p.bytes, b"abcd", "one byte past the cap shows the overrun");
+        assert!(p.error.is_none());
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Parsing core of the compiletools OpenTelemetry receiver.
 //!
 //! Data flows one way: files on disk → a typed model of the build
-//! ([`timing`]) → OTLP protobuf bytes ([`otlp`]). [`pipeline`] ties the steps
-//! together for one invocation directory; [`ffi`] exposes that single call to
-//! the Go receiver through a C ABI that never lets a panic escape.
+//! ([`timing`], plus the side files [`statslog`] and [`outcomes`]) → OTLP
+//! protobuf bytes ([`otlp`]). [`pipeline`] ties the steps together for one
+//! invocation directory; [`ffi`] exposes that single call to the Go receiver
+//! through a C ABI that never lets a panic escape. [`pytext`] holds the
+//! Python text rules compiletools' own parsers follow.
 
 pub mod cancel;
 pub mod cas;
@@ -12,8 +14,11 @@ pub mod ffi;
 pub mod ids;
 pub mod input;
 pub mod otlp;
+pub mod outcomes;
 pub mod pipeline;
+pub mod pytext;
 pub mod request;
+pub mod statslog;
 pub mod timing;
 pub mod warnings;
 

@@ -25,7 +25,11 @@ enum Buckets {
     AsReported,
     /// Bucket numbers differ from the report because manifests are lost;
     /// these are the numbers the unknown keys give.
-    UnknownKeys { unique_buckets: u64, duplicate_groups: u64, wasted_bytes: u64 },
+    UnknownKeys {
+        unique_buckets: u64,
+        duplicate_groups: u64,
+        wasted_bytes: u64,
+    },
 }
 
 struct Expectation {
@@ -39,9 +43,24 @@ const SINGLE_EXE: &str = "each exe basename occurs once; unknown keys partition 
 
 /// One row per corpus case: a new case fails the test until it is added.
 const EXPECTATIONS: &[Expectation] = &[
-    Expectation { case: "01-geom-shake-cold", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "02-geom-shake-noop", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "03-geom-shake-ccache-hit", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
+    Expectation {
+        case: "01-geom-shake-cold",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "02-geom-shake-noop",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "03-geom-shake-ccache-hit",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
     Expectation {
         case: "04-geom-shake-shared-cas-clone",
         obj: Buckets::AsReported,
@@ -53,22 +72,61 @@ const EXPECTATIONS: &[Expectation] = &[
         // <unknown:basename:.exe> key: 5 buckets, 5 groups, and the pairs
         // have equal sizes, so the waste is one copy of each:
         // 625616 + 416464 + 406536 + 32424 + 310592.
-        exe: Buckets::UnknownKeys { unique_buckets: 5, duplicate_groups: 5, wasted_bytes: 1_791_632 },
+        exe: Buckets::UnknownKeys {
+            unique_buckets: 5,
+            duplicate_groups: 5,
+            wasted_bytes: 1_791_632,
+        },
         note: "exe buckets need manifest contents",
     },
-    Expectation { case: "06-geom-shake-noop-stale-statslog", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "07-geom-shake-metrics-as-spans", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "09-textkit-shake-no-ccache", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
+    Expectation {
+        case: "06-geom-shake-noop-stale-statslog",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "07-geom-shake-metrics-as-spans",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "09-textkit-shake-no-ccache",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
     Expectation {
         case: "10-textkit-broken-shake-compile-error",
         obj: Buckets::AsReported,
         exe: Buckets::AsReported,
         note: "failed build: obj shards holding only .o.lock files, empty exe shards (all zeros)",
     },
-    Expectation { case: "12-geom-ninja-cold-native-flock", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "14-geom-ninja-lockhelper-cold", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "16-geom-make-cold-native-flock", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
-    Expectation { case: "17-geom-make-lockhelper-cold", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
+    Expectation {
+        case: "12-geom-ninja-cold-native-flock",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "14-geom-ninja-lockhelper-cold",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "16-geom-make-cold-native-flock",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
+    Expectation {
+        case: "17-geom-make-lockhelper-cold",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
     Expectation {
         case: "19-geom-cmake-cold",
         obj: Buckets::AsReported,
@@ -76,7 +134,12 @@ const EXPECTATIONS: &[Expectation] = &[
         note: "obj cell holds only a cmake build tree (no shard: zeros); exe cell absent but requested \
                explicitly: exists=false and zeros, as reported",
     },
-    Expectation { case: "21-geom-shake-concurrent-peer-b", obj: Buckets::AsReported, exe: Buckets::AsReported, note: SINGLE_EXE },
+    Expectation {
+        case: "21-geom-shake-concurrent-peer-b",
+        obj: Buckets::AsReported,
+        exe: Buckets::AsReported,
+        note: SINGLE_EXE,
+    },
 ];
 
 #[test]
@@ -85,7 +148,10 @@ fn listings_reproduce_cache_reports() {
     assert!(!cases.is_empty(), "no corpus case");
     let names: Vec<String> = cases.iter().map(|c| case_name(c)).collect();
     let listed: Vec<&str> = EXPECTATIONS.iter().map(|e| e.case).collect();
-    assert_eq!(names, listed, "EXPECTATIONS must have exactly one row per corpus case");
+    assert_eq!(
+        names, listed,
+        "EXPECTATIONS must have exactly one row per corpus case"
+    );
 
     let cancel = CancelToken::new();
     let mut compared = 0;
@@ -112,20 +178,46 @@ fn listings_reproduce_cache_reports() {
             };
             let want = match buckets {
                 Buckets::AsReported => want,
-                Buckets::UnknownKeys { unique_buckets, duplicate_groups, wasted_bytes } => {
-                    Five { unique_buckets, duplicate_groups, wasted_bytes, ..want }
-                }
+                Buckets::UnknownKeys {
+                    unique_buckets,
+                    duplicate_groups,
+                    wasted_bytes,
+                } => Five {
+                    unique_buckets,
+                    duplicate_groups,
+                    wasted_bytes,
+                    ..want
+                },
             };
-            assert_eq!(got, want, "{} {} ({}): {:?}", expect.case, store.kind, expect.note, stats.warnings);
+            assert_eq!(
+                got, want,
+                "{} {} ({}): {:?}",
+                expect.case, store.kind, expect.note, stats.warnings
+            );
             // Sparse manifests are invalid JSON: counted, never a crash.
             if store.kind == CasKind::Exe {
-                assert_eq!(stats.anomalies.manifests_invalid, stats.total_entries, "{}", expect.case);
+                assert_eq!(
+                    stats.anomalies.manifests_invalid, stats.total_entries,
+                    "{}",
+                    expect.case
+                );
             }
-            println!("PASS {} {}: {got:?} ({})", expect.case, store.kind, expect.note);
+            let why = match (store.kind, buckets) {
+                (CasKind::Obj, _) => "bucket keys are in the file names",
+                (_, Buckets::AsReported) => expect.note,
+                (_, Buckets::UnknownKeys { .. }) => "totals as reported, buckets from unknown keys",
+            };
+            println!(
+                "PASS {} {}: {got:?} ({why}; case: {})",
+                expect.case, store.kind, expect.note
+            );
             compared += 1;
         }
     }
-    assert!(compared >= 28, "expected obj and exe stores in every case, compared {compared}");
+    assert!(
+        compared >= 28,
+        "expected obj and exe stores in every case, compared {compared}"
+    );
 }
 
 /// The numbers in cache-report.json and in the gauges ct-cache-report sent
@@ -142,7 +234,8 @@ fn reports_agree_with_reference_gauges() {
         let metrics = &metrics["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
         for m in metrics.as_array().unwrap() {
             for p in m["gauge"]["dataPoints"].as_array().unwrap() {
-                let kind = CasKind::parse(p["attributes"][0]["value"]["stringValue"].as_str().unwrap()).unwrap();
+                let kind =
+                    CasKind::parse(p["attributes"][0]["value"]["stringValue"].as_str().unwrap()).unwrap();
                 let five = reported(&report, kind).unwrap();
                 let want = match m["name"].as_str().unwrap() {
                     "ct.cas.total_bytes" => five.total_bytes,
@@ -152,7 +245,13 @@ fn reports_agree_with_reference_gauges() {
                     "ct.cas.duplicate_groups" => five.duplicate_groups,
                     other => panic!("unexpected metric {other}"),
                 };
-                assert_eq!(p["asInt"].as_str().unwrap(), want.to_string(), "{} {}", case_name(&case), m["name"]);
+                assert_eq!(
+                    p["asInt"].as_str().unwrap(),
+                    want.to_string(),
+                    "{} {}",
+                    case_name(&case),
+                    m["name"]
+                );
             }
         }
     }

@@ -7,7 +7,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use compiletools_core::cas::{scan_store, scan_store_with, AnomalyKind, Anomalies, CasKind, ScanLimits, StoreStats};
+use compiletools_core::cas::{
+    scan_store, scan_store_with, Anomalies, AnomalyKind, CasKind, ScanLimits, StoreStats,
+};
 use compiletools_core::{CancelToken, Error};
 
 // ------------------------------------------------------------------ helpers
@@ -29,7 +31,13 @@ fn scan(kind: CasKind, cell: &Path) -> StoreStats {
 
 /// (total_bytes, total_entries, unique_buckets, wasted_bytes, duplicate_groups)
 fn five(s: &StoreStats) -> (u64, u64, u64, u64, u64) {
-    (s.total_bytes, s.total_entries, s.unique_buckets, s.wasted_bytes, s.duplicate_groups)
+    (
+        s.total_bytes,
+        s.total_entries,
+        s.unique_buckets,
+        s.wasted_bytes,
+        s.duplicate_groups,
+    )
 }
 
 struct Cell {
@@ -44,7 +52,11 @@ impl Cell {
         let root = tmp.path().to_path_buf();
         let cell = root.join("cas").join("gcc.cxx20.debug");
         fs::create_dir_all(&cell).unwrap();
-        Self { _tmp: tmp, root, cell }
+        Self {
+            _tmp: tmp,
+            root,
+            cell,
+        }
     }
 
     fn p(&self, rel: &str) -> PathBuf {
@@ -115,7 +127,10 @@ fn cancelled_token_stops_the_scan() {
     let c = Cell::new();
     let cancel = CancelToken::new();
     cancel.cancel();
-    assert!(matches!(scan_store(CasKind::Obj, &c.cell, &cancel), Err(Error::Cancelled)));
+    assert!(matches!(
+        scan_store(CasKind::Obj, &c.cell, &cancel),
+        Err(Error::Cancelled)
+    ));
 }
 
 // ----------------------------------------------------------------------- obj
@@ -141,7 +156,13 @@ fn obj_name_filters_locks_temps_and_layout() {
     let o = obj("helper", F1, D1, M1);
     touch(&c.p(&format!("0d/{o}")), 1000);
     // sidecars and temps of the same object: all excluded
-    for sidecar in [".lock", ".lock.excl", ".12345.ab12.tmp", ".compiletools.tmp", ".compiletools.tmp.7"] {
+    for sidecar in [
+        ".lock",
+        ".lock.excl",
+        ".12345.ab12.tmp",
+        ".compiletools.tmp",
+        ".compiletools.tmp.7",
+    ] {
         touch(&c.p(&format!("0d/{o}{sidecar}")), 50);
     }
     fs::create_dir_all(c.p(&format!("0d/{o}.lockdir"))).unwrap();
@@ -202,14 +223,21 @@ fn obj_symlink_in_shard_counts_target_size_broken_one_skipped() {
     touch(&target, 5000);
     touch(&c.p(&format!("0d/{}", obj("real", F1, D1, M1))), 100);
     symlink(&target, c.p(&format!("0d/{}", obj("link", F1, D1, M2)))).unwrap();
-    symlink(c.root.join("does-not-exist"), c.p(&format!("0d/{}", obj("broken", F1, D1, M3)))).unwrap();
+    symlink(
+        c.root.join("does-not-exist"),
+        c.p(&format!("0d/{}", obj("broken", F1, D1, M3))),
+    )
+    .unwrap();
     let s = scan(CasKind::Obj, &c.cell);
     // 100 + 5000 in one group: wasted = 5100 − 100
     assert_eq!(five(&s), (5100, 2, 1, 5000, 1));
     assert_eq!(s.anomalies.obj_symlinks_followed, 1);
     assert_eq!(s.anomalies.stat_failures, 1);
     let kinds: Vec<AnomalyKind> = s.warnings.iter().map(|w| w.kind).collect();
-    assert!(kinds.contains(&AnomalyKind::ObjSymlinkFollowed) && kinds.contains(&AnomalyKind::StatFailed), "{kinds:?}");
+    assert!(
+        kinds.contains(&AnomalyKind::ObjSymlinkFollowed) && kinds.contains(&AnomalyKind::StatFailed),
+        "{kinds:?}"
+    );
 }
 
 #[test]
@@ -264,9 +292,15 @@ fn pch_sizes_include_every_regular_file_and_only_those() {
 fn pch_entry_rules_and_grouping() {
     let c = Cell::new();
     // two command hashes for one header: a duplicate group
-    write(&c.p("aaaaaaaaaaaaaaaa/manifest.json"), &pch_manifest("/p/big.hpp"));
+    write(
+        &c.p("aaaaaaaaaaaaaaaa/manifest.json"),
+        &pch_manifest("/p/big.hpp"),
+    );
     touch(&c.p("aaaaaaaaaaaaaaaa/big.hpp.gch"), 1000);
-    write(&c.p("bbbbbbbbbbbbbbbb/manifest.json"), &pch_manifest("/p/big.hpp"));
+    write(
+        &c.p("bbbbbbbbbbbbbbbb/manifest.json"),
+        &pch_manifest("/p/big.hpp"),
+    );
     touch(&c.p("bbbbbbbbbbbbbbbb/big.hpp.gch"), 3000);
     let m = pch_manifest("/p/big.hpp").len() as u64;
     // an empty command-hash dir is an entry (0 bytes, its own unknown key)
@@ -293,19 +327,44 @@ fn broken_manifests(field: &str) -> Vec<(Vec<u8>, &'static str)> {
         (b"null".to_vec(), "manifests_invalid"),
         (b"[1]".to_vec(), "manifests_crash_compat"),
         (b"5".to_vec(), "manifests_crash_compat"),
-        ([format!("{{\"{field}\": \"/p/").as_bytes(), b"\xff.hpp\"}"].concat(), "manifests_crash_compat"),
-        (format!(r#"{{"{field}": [1]}}"#).into_bytes(), "manifests_crash_compat"),
-        (format!(r#"{{"{field}": {{"a": 1}}}}"#).into_bytes(), "manifests_crash_compat"),
-        (format!(r#"{{"{field}": 5}}"#).into_bytes(), "manifests_non_string_key"),
-        (format!(r#"{{"{field}": true}}"#).into_bytes(), "manifests_non_string_key"),
-        (format!(r#"{{"{field}": ""}}"#).into_bytes(), "manifests_without_key"),
-        (format!(r#"{{"{field}": null}}"#).into_bytes(), "manifests_without_key"),
+        (
+            [format!("{{\"{field}\": \"/p/").as_bytes(), b"\xff.hpp\"}"].concat(),
+            "manifests_crash_compat",
+        ),
+        (
+            format!(r#"{{"{field}": [1]}}"#).into_bytes(),
+            "manifests_crash_compat",
+        ),
+        (
+            format!(r#"{{"{field}": {{"a": 1}}}}"#).into_bytes(),
+            "manifests_crash_compat",
+        ),
+        (
+            format!(r#"{{"{field}": 5}}"#).into_bytes(),
+            "manifests_non_string_key",
+        ),
+        (
+            format!(r#"{{"{field}": true}}"#).into_bytes(),
+            "manifests_non_string_key",
+        ),
+        (
+            format!(r#"{{"{field}": ""}}"#).into_bytes(),
+            "manifests_without_key",
+        ),
+        (
+            format!(r#"{{"{field}": null}}"#).into_bytes(),
+            "manifests_without_key",
+        ),
         (br#"{"other": "/p/x.hpp"}"#.to_vec(), "manifests_without_key"),
     ]
 }
 
 fn counter(a: &Anomalies, name: &str) -> u64 {
-    a.iter().iter().find(|(n, _)| *n == name).map(|(_, v)| *v).unwrap()
+    a.counters()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .unwrap()
 }
 
 #[test]
@@ -323,7 +382,12 @@ fn pch_and_pcm_broken_manifests_fall_back_to_unknown_keys() {
         let n = cases.len() as u64;
         // every entry is its own <unknown:cmd_hash> bucket: no duplicates
         assert_eq!(five(&s), (100 * n + manifest_bytes, n, n, 0, 0), "{kind}");
-        for name in ["manifests_invalid", "manifests_crash_compat", "manifests_non_string_key", "manifests_without_key"] {
+        for name in [
+            "manifests_invalid",
+            "manifests_crash_compat",
+            "manifests_non_string_key",
+            "manifests_without_key",
+        ] {
             let want = cases.iter().filter(|(_, c)| *c == name).count() as u64;
             assert_eq!(counter(&s.anomalies, name), want, "{kind} {name}");
         }
@@ -349,7 +413,8 @@ fn pch_numeric_keys_are_not_grouped_unlike_compiletools() {
 fn pcm_uses_bucket_key_and_ignores_the_module_mapper() {
     let c = Cell::new();
     write(&c.p(".module-mapper.txt"), b"mapper");
-    let m1 = br#"{"bucket_key": "/src/foo.cppm", "stage": "clang_module_interface", "header_realpath": "/x"}"#;
+    let m1 =
+        br#"{"bucket_key": "/src/foo.cppm", "stage": "clang_module_interface", "header_realpath": "/x"}"#;
     let m2 = br#"{"bucket_key": "/src/foo.cppm", "stage": "clang_module_interface"}"#;
     let m3 = br#"{"bucket_key": "<vector>", "stage": "gcc_header_unit"}"#;
     write(&c.p("aaaaaaaaaaaaaaaa/manifest.json"), m1);
@@ -358,7 +423,11 @@ fn pcm_uses_bucket_key_and_ignores_the_module_mapper() {
     touch(&c.p("bbbbbbbbbbbbbbbb/foo.pcm"), 500);
     write(&c.p("cccccccccccccccc/manifest.json"), m3);
     touch(&c.p("cccccccccccccccc/vector.gcm"), 900);
-    let (a, b, v) = (400 + m1.len() as u64, 500 + m2.len() as u64, 900 + m3.len() as u64);
+    let (a, b, v) = (
+        400 + m1.len() as u64,
+        500 + m2.len() as u64,
+        900 + m3.len() as u64,
+    );
     let s = scan(CasKind::Pcm, &c.cell);
     assert_eq!(five(&s), (a + b + v, 3, 2, a.max(b), 1));
     // the same cell read as pch: no header_realpath in two manifests
@@ -372,7 +441,10 @@ fn unknown_key_text_shares_the_key_namespace_like_compiletools() {
     // manifest-less entry bbbbbbbbbbbbbbbb, because compiletools keys are
     // plain strings.
     let c = Cell::new();
-    write(&c.p("aaaaaaaaaaaaaaaa/manifest.json"), br#"{"header_realpath": "<unknown:bbbbbbbbbbbbbbbb>"}"#);
+    write(
+        &c.p("aaaaaaaaaaaaaaaa/manifest.json"),
+        br#"{"header_realpath": "<unknown:bbbbbbbbbbbbbbbb>"}"#,
+    );
     fs::create_dir_all(c.p("bbbbbbbbbbbbbbbb")).unwrap();
     let s = scan(CasKind::Pch, &c.cell);
     assert_eq!((s.total_entries, s.unique_buckets, s.duplicate_groups), (2, 1, 1));
@@ -391,12 +463,21 @@ fn exe_link_key_variants_spec_example() {
     for (lk, size) in [(LK1, 1000), (LK2, 1100)] {
         let e = c.p(&format!("{}/main_{lk}.exe", &lk[..2]));
         touch(&e, size);
-        write(&PathBuf::from(format!("{}.manifest", e.display())), &exe_manifest("/p/src/main.cpp"));
+        write(
+            &PathBuf::from(format!("{}.manifest", e.display())),
+            &exe_manifest("/p/src/main.cpp"),
+        );
         // sidecars: ignored
         touch(&PathBuf::from(format!("{}.lock", e.display())), 0);
         touch(&PathBuf::from(format!("{}.result", e.display())), 0);
-        touch(&PathBuf::from(format!("{}.e3b0c44298fc1c14.result", e.display())), 0);
-        touch(&PathBuf::from(format!("{}.e3b0c44298fc1c14.xml", e.display())), 3000);
+        touch(
+            &PathBuf::from(format!("{}.e3b0c44298fc1c14.result", e.display())),
+            0,
+        );
+        touch(
+            &PathBuf::from(format!("{}.e3b0c44298fc1c14.xml", e.display())),
+            3000,
+        );
     }
     let s = scan(CasKind::Exe, &c.cell);
     assert_eq!(five(&s), (2100, 2, 1, 1100, 1));
@@ -460,9 +541,15 @@ fn exe_broken_manifests_fall_back_to_unknown_keys() {
         (b"null".to_vec(), "manifests_invalid"),
         (b"[1]".to_vec(), "manifests_crash_compat"),
         (b"5".to_vec(), "manifests_crash_compat"),
-        (b"{\"source_realpath\": \"/p/\xff\"}".to_vec(), "manifests_crash_compat"),
+        (
+            b"{\"source_realpath\": \"/p/\xff\"}".to_vec(),
+            "manifests_crash_compat",
+        ),
         (br#"{"source_realpath": 5}"#.to_vec(), "manifests_non_string_key"),
-        (br#"{"source_realpath": ["/p/main.cpp"]}"#.to_vec(), "manifests_non_string_key"),
+        (
+            br#"{"source_realpath": ["/p/main.cpp"]}"#.to_vec(),
+            "manifests_non_string_key",
+        ),
         (br#"{"source_realpath": ""}"#.to_vec(), "manifests_without_key"),
     ];
     let c = Cell::new();
@@ -476,7 +563,12 @@ fn exe_broken_manifests_fall_back_to_unknown_keys() {
     let n = cases.len() as u64;
     let total: u64 = (0..n).map(|i| 100 + i).sum();
     assert_eq!(five(&s), (total, n, 1, total - 100, 1));
-    for name in ["manifests_invalid", "manifests_crash_compat", "manifests_non_string_key", "manifests_without_key"] {
+    for name in [
+        "manifests_invalid",
+        "manifests_crash_compat",
+        "manifests_non_string_key",
+        "manifests_without_key",
+    ] {
         let want = cases.iter().filter(|(_, c)| *c == name).count() as u64;
         assert_eq!(counter(&s.anomalies, name), want, "{name}");
     }
@@ -489,9 +581,16 @@ fn warnings_are_capped_and_counted() {
     let c = Cell::new();
     fs::create_dir_all(c.p("0d")).unwrap();
     for i in 0..5 {
-        symlink(c.root.join("missing"), c.p(&format!("0d/{}", obj(&format!("b{i}"), F1, D1, M1)))).unwrap();
+        symlink(
+            c.root.join("missing"),
+            c.p(&format!("0d/{}", obj(&format!("b{i}"), F1, D1, M1))),
+        )
+        .unwrap();
     }
-    let limits = ScanLimits { max_warnings: 2, ..ScanLimits::default() };
+    let limits = ScanLimits {
+        max_warnings: 2,
+        ..ScanLimits::default()
+    };
     let s = scan_store_with(CasKind::Obj, &c.cell, &CancelToken::new(), limits).unwrap();
     assert_eq!(s.anomalies.stat_failures, 5);
     assert_eq!((s.warnings.len(), s.warnings_suppressed), (2, 3));
@@ -505,7 +604,10 @@ fn oversized_manifest_is_not_read() {
     for d in ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"] {
         write(&c.p(&format!("{d}/manifest.json")), &m);
     }
-    let limits = ScanLimits { max_manifest_bytes: 10, ..ScanLimits::default() };
+    let limits = ScanLimits {
+        max_manifest_bytes: 10,
+        ..ScanLimits::default()
+    };
     let s = scan_store_with(CasKind::Pch, &c.cell, &CancelToken::new(), limits).unwrap();
     // sizes still count the manifests; keys fall back to unknown
     assert_eq!(five(&s), (2 * m.len() as u64, 2, 2, 0, 0));
@@ -544,4 +646,64 @@ fn unreadable_shard_is_skipped_and_unreadable_cell_is_an_error() {
     let r = scan_store(CasKind::Obj, &c.cell, &CancelToken::new());
     fs::set_permissions(&c.cell, fs::Permissions::from_mode(0o755)).unwrap();
     assert!(matches!(r, Err(Error::Io { .. })), "{r:?}");
+}
+
+#[test]
+fn parallel_scans_equal_the_serial_scan_exactly() {
+    // Enough members for several threads; anomalies beyond the warning cap
+    // so that the kept warnings must not depend on scheduling.
+    let c = Cell::new();
+    for i in 0..200u64 {
+        let shard = format!("{:02x}", i % 256);
+        let file = format!("{shard}{:010x}", i % 150); // some sources twice
+        touch(
+            &c.p(&format!("{shard}/{}", obj("s", &file, D1, &format!("{i:016x}")))),
+            100 + i,
+        );
+        if i % 3 == 0 {
+            symlink(
+                c.root.join("missing"),
+                c.p(&format!("{shard}/{}", obj("b", &file, D1, M3))),
+            )
+            .unwrap();
+        }
+    }
+    for i in 0..80u64 {
+        let d = format!("{i:016x}");
+        let header = format!("/p/h{}.hpp", i % 50);
+        let manifest = if i % 7 == 0 {
+            b"[1]".to_vec()
+        } else {
+            pch_manifest(&header)
+        };
+        write(&c.root.join(format!("pch/{d}/manifest.json")), &manifest);
+        touch(&c.root.join(format!("pch/{d}/x.gch")), 1000 + i);
+    }
+    for i in 0..100u64 {
+        let e = c.root.join(format!("exe/{:02x}/tool{}_{i:x}.exe", i, i % 40));
+        touch(&e, 10 + i);
+        if i % 5 == 0 {
+            write(&PathBuf::from(format!("{}.manifest", e.display())), b"5");
+        }
+    }
+    let limits = |threads| ScanLimits {
+        max_threads: threads,
+        max_warnings: 10,
+        ..ScanLimits::default()
+    };
+    for (kind, cell) in [
+        (CasKind::Obj, c.cell.clone()),
+        (CasKind::Pch, c.root.join("pch")),
+        (CasKind::Exe, c.root.join("exe")),
+    ] {
+        let serial = scan_store_with(kind, &cell, &CancelToken::new(), limits(1)).unwrap();
+        assert!(
+            serial.total_entries > 0 && serial.warnings_suppressed > 0,
+            "{kind}: {serial:?}"
+        );
+        for threads in [2, 4, 8] {
+            let parallel = scan_store_with(kind, &cell, &CancelToken::new(), limits(threads)).unwrap();
+            assert_eq!(parallel, serial, "{kind} with {threads} threads");
+        }
+    }
 }

@@ -63,6 +63,26 @@ impl<K: Hash + Eq> BucketTable<K> {
             });
     }
 
+    /// Adds the entries of `other` (another worker's share of the store).
+    pub(crate) fn merge(&mut self, other: BucketTable<K>) {
+        self.entries += other.entries;
+        self.bytes = self.bytes.saturating_add(other.bytes);
+        if self.buckets.is_empty() {
+            self.buckets = other.buckets;
+            return;
+        }
+        for (key, b) in other.buckets {
+            self.buckets
+                .entry(key)
+                .and_modify(|a| {
+                    a.count += b.count;
+                    a.sum = a.sum.saturating_add(b.sum);
+                    a.min = a.min.min(b.min);
+                })
+                .or_insert(b);
+        }
+    }
+
     pub(crate) fn totals(&self) -> Totals {
         let mut t = Totals {
             total_bytes: self.bytes,
@@ -101,6 +121,28 @@ mod tests {
                 duplicate_groups: 1
             }
         );
+    }
+
+    #[test]
+    fn merge_equals_single_table() {
+        let entries = [("a", 5), ("b", 1), ("a", 9), ("c", 4), ("b", 2), ("a", 3)];
+        let mut whole = BucketTable::default();
+        for (k, s) in entries {
+            whole.add(k, s);
+        }
+        let (mut left, mut right) = (BucketTable::default(), BucketTable::default());
+        for (i, (k, s)) in entries.into_iter().enumerate() {
+            if i % 2 == 0 {
+                left.add(k, s)
+            } else {
+                right.add(k, s)
+            }
+        }
+        left.merge(right);
+        assert_eq!(left.totals(), whole.totals());
+        let mut empty = BucketTable::default();
+        empty.merge(left);
+        assert_eq!(empty.totals(), whole.totals());
     }
 
     #[test]

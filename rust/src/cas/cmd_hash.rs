@@ -7,6 +7,7 @@ use std::path::Path;
 use super::buckets::{BucketTable, Totals};
 use super::manifest::{read_key, Fallback, ManifestKey};
 use super::names::is_hex_name;
+use super::parallel::scan_members;
 use super::scan::{for_each_entry, members, Scan};
 use super::stats::AnomalyKind;
 use crate::Error;
@@ -17,8 +18,7 @@ const MANIFEST: &str = "manifest.json";
 /// Scans a pch (`key_field` = `header_realpath`) or pcm (`bucket_key`) cell.
 pub(crate) fn scan(scan: &mut Scan, cell: &Path, key_field: &str) -> Result<Totals, Error> {
     let dirs = members(scan, cell, |name| is_hex_name(name, 16))?;
-    let mut table = BucketTable::default();
-    for dir in dirs {
+    let table = scan_members(scan, &dirs, |scan, dir, table: &mut BucketTable<Vec<u8>>| {
         scan.tick()?;
         let manifest = dir.path.join(MANIFEST);
         let key = match read_key(&manifest, key_field, scan.limits.max_manifest_bytes) {
@@ -30,7 +30,8 @@ pub(crate) fn scan(scan: &mut Scan, cell: &Path, key_field: &str) -> Result<Tota
             }
         };
         table.add(key, dir_size(scan, &dir.path)?);
-    }
+        Ok(())
+    })?;
     Ok(table.totals())
 }
 

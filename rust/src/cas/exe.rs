@@ -10,17 +10,19 @@ use std::path::{Path, PathBuf};
 use super::buckets::{BucketTable, Totals};
 use super::manifest::{read_key, Fallback, ManifestKey};
 use super::names::{is_hex_name, split_exe_name, ExeSuffix};
+use super::parallel::scan_members;
 use super::scan::{for_each_entry, members, Scan};
 use super::stats::AnomalyKind;
 use crate::Error;
 
 const KEY_FIELD: &str = "source_realpath";
 
+/// (`source_realpath` or unknown key, suffix).
+type ExeKey = (Vec<u8>, ExeSuffix);
+
 pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
     let shards = members(scan, cell, |name| is_hex_name(name, 2))?;
-    let mut table: BucketTable<(Vec<u8>, ExeSuffix)> = BucketTable::default();
-    for shard in shards {
-        scan.check_cancel()?;
+    let table = scan_members(scan, &shards, |scan, shard, table: &mut BucketTable<ExeKey>| {
         for_each_entry(scan, &shard.path, |scan, entry| {
             let name = entry.file_name();
             let Some((basename, suffix)) = split_exe_name(name.as_bytes()) else {
@@ -57,8 +59,9 @@ pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
             };
             table.add((source, suffix), size);
             Ok(())
-        })?;
-    }
+        })
+        .map(drop)
+    })?;
     Ok(table.totals())
 }
 

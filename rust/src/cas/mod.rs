@@ -6,8 +6,10 @@
 //!
 //! The five numbers equal `ct-cache-report --json` on the same store; the
 //! layouts, name filters, size rules and bucket keys of spec §6.2–§6.6 are
-//! implemented per kind in [`obj`], [`cmd_hash`] (pch and pcm) and [`exe`],
-//! down to Python quirks that change counts (see `names`). Where compiletools
+//! implemented per kind in `obj`, `cmd_hash` (pch and pcm) and `exe`, down
+//! to Python quirks that change counts (see `names`); the differential test
+//! `rust/tests/cas_differential.rs` checks them against the real tool
+//! (`CT_CACHE_REPORT=…`). Where compiletools
 //! crashes (spec §6.8) the scan counts the anomaly and continues; every
 //! deliberate difference is listed here:
 //!
@@ -32,8 +34,12 @@
 //!
 //! Single-level listings only (spec §6.2: nothing is recursed), one `stat`
 //! per name-matching entry, one manifest read per pch/pcm directory or exe
-//! entry. Memory is one aggregate per distinct bucket key, never a list of
-//! entries. The cancel token is polled every 256 directory entries.
+//! entry. Shards / command-hash directories are spread over up to
+//! [`ScanLimits::max_threads`] threads (`parallel`), since the cost is the
+//! kernel's and the disk's, not ours. Memory is one aggregate per distinct
+//! bucket key (plus the list of shard / command-hash directory paths), never
+//! a list of entries. The cancel token is polled every 256 directory
+//! entries and before each directory.
 
 mod buckets;
 mod cmd_hash;
@@ -43,6 +49,7 @@ mod manifest;
 mod names;
 mod obj;
 pub mod otlp;
+mod parallel;
 mod scan;
 pub mod snapshot_id;
 mod stats;
@@ -116,7 +123,6 @@ pub fn scan_store_with(
     stats.wasted_bytes = totals.wasted_bytes;
     stats.duplicate_groups = totals.duplicate_groups;
     stats.anomalies = scan.anomalies;
-    stats.warnings = scan.warnings;
-    stats.warnings_suppressed = scan.warnings_suppressed;
+    (stats.warnings, stats.warnings_suppressed) = scan.finish_warnings();
     Ok(stats)
 }

@@ -6,16 +6,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::buckets::{BucketTable, Totals};
-use super::names::{is_hex_name, parse_object_name};
+use super::names::{is_hex_name, parse_object_name, ObjKey};
+use super::parallel::scan_members;
 use super::scan::{for_each_entry, members, Scan};
 use super::stats::AnomalyKind;
 use crate::Error;
 
 pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
     let shards = members(scan, cell, |name| is_hex_name(name, 2))?;
-    let mut table = BucketTable::default();
-    for shard in shards {
-        scan.check_cancel()?;
+    let table = scan_members(scan, &shards, |scan, shard, table: &mut BucketTable<ObjKey>| {
         for_each_entry(scan, &shard.path, |scan, entry| {
             // Name first, stat second: sidecars, locks and temps never cost
             // a syscall, exactly as compiletools filters before stat().
@@ -25,8 +24,9 @@ pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
                 }
             }
             Ok(())
-        })?;
-    }
+        })
+        .map(drop)
+    })?;
     Ok(table.totals())
 }
 

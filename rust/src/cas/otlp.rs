@@ -161,7 +161,7 @@ pub fn cas_metrics_request(
 /// one INTERNAL span in its own trace, scope `compiletools`, start = end =
 /// `time_unix_nano`, attributes `ct.cas.<metric>.<kind>` (int) for each
 /// store in kind order and metric order. Ids: see
-/// [`snapshot_ids`](super::snapshot_id::snapshot_ids); `host_name` is the
+/// [`snapshot_ids`]; `host_name` is the
 /// resource's `host.name`.
 pub fn build_cas_snapshot_span_request(
     stores: &[(CasKind, StoreStats)],

@@ -44,6 +44,30 @@ impl<'c> Scan<'c> {
         Ok(())
     }
 
+    /// A fresh state for a worker thread: same token and limits, no counts.
+    pub(crate) fn fork(&self) -> Scan<'c> {
+        Scan::new(self.cancel, self.limits)
+    }
+
+    /// Adds a worker's counts and warnings.
+    pub(crate) fn absorb(&mut self, other: Scan<'c>) {
+        self.anomalies.add(&other.anomalies);
+        self.warnings.extend(other.warnings);
+        self.warnings_suppressed += other.warnings_suppressed;
+    }
+
+    /// The warnings to report and the number suppressed: the
+    /// `max_warnings` smallest by (path, kind, detail), in that order. Each
+    /// worker keeps its own smallest ones, so the union holds the global
+    /// smallest and the result does not depend on scheduling.
+    pub(crate) fn finish_warnings(&mut self) -> (Vec<CasWarning>, u64) {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.sort_by(order);
+        let extra = warnings.len().saturating_sub(self.limits.max_warnings);
+        warnings.truncate(self.limits.max_warnings);
+        (warnings, self.warnings_suppressed + extra as u64)
+    }
+
     /// Polls the token now (between directories).
     pub(crate) fn check_cancel(&self) -> Result<(), Error> {
         self.cancel.check()
@@ -55,16 +79,28 @@ impl<'c> Scan<'c> {
         if !kind.warns() {
             return;
         }
-        if self.warnings.len() < self.limits.max_warnings {
-            self.warnings.push(CasWarning {
-                kind,
-                path: path.to_path_buf(),
-                detail: detail.into(),
-            });
-        } else {
+        // Keep the `max_warnings` smallest warnings in order, so that the
+        // kept set does not depend on listing order or thread scheduling.
+        let w = CasWarning {
+            kind,
+            path: path.to_path_buf(),
+            detail: detail.into(),
+        };
+        let at = self.warnings.partition_point(|k| order(k, &w).is_le());
+        if at >= self.limits.max_warnings {
+            self.warnings_suppressed += 1;
+            return;
+        }
+        self.warnings.insert(at, w);
+        if self.warnings.len() > self.limits.max_warnings {
+            self.warnings.pop();
             self.warnings_suppressed += 1;
         }
     }
+}
+
+fn order(a: &CasWarning, b: &CasWarning) -> std::cmp::Ordering {
+    (&a.path, a.kind.as_str(), &a.detail).cmp(&(&b.path, b.kind.as_str(), &b.detail))
 }
 
 /// A member directory of a pool: its name and path.
@@ -140,4 +176,44 @@ pub(crate) fn for_each_entry(
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_notices_cancellation_within_the_interval() {
+        let cancel = CancelToken::new();
+        let mut scan = Scan::new(&cancel, ScanLimits::default());
+        for _ in 0..CANCEL_EVERY * 2 {
+            scan.tick().unwrap();
+        }
+        cancel.cancel();
+        let stopped = (0..CANCEL_EVERY).find(|_| scan.tick().is_err());
+        assert!(stopped.is_some(), "not cancelled within {CANCEL_EVERY} ticks");
+    }
+
+    #[test]
+    fn kept_warnings_are_the_smallest_paths() {
+        let cancel = CancelToken::new();
+        let limits = ScanLimits {
+            max_warnings: 3,
+            ..ScanLimits::default()
+        };
+        let mut a = Scan::new(&cancel, limits);
+        let mut b = a.fork();
+        for (i, p) in ["/e", "/a", "/g", "/c", "/f"].iter().enumerate() {
+            a.note(AnomalyKind::StatFailed, Path::new(p), format!("{i}"));
+        }
+        for p in ["/b", "/h", "/d"] {
+            b.note(AnomalyKind::StatFailed, Path::new(p), "x");
+        }
+        a.absorb(b);
+        let (kept, suppressed) = a.finish_warnings();
+        let paths: Vec<&Path> = kept.iter().map(|w| w.path.as_path()).collect();
+        assert_eq!(paths, [Path::new("/a"), Path::new("/b"), Path::new("/c")]);
+        assert_eq!(suppressed, 5);
+        assert_eq!(a.anomalies.stat_failures, 8);
+    }
 }

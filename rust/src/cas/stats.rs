@@ -16,6 +16,11 @@ pub struct ScanLimits {
     /// Warnings kept with their path; further ones are only counted in
     /// [`StoreStats::warnings_suppressed`].
     pub max_warnings: usize,
+    /// Threads listing shards / command-hash directories in parallel. A scan
+    /// is one `stat` per entry, so it is bound by the kernel and the disk,
+    /// and several requests in flight pay off even on few cores. Stores with
+    /// few directories are always scanned on the calling thread.
+    pub max_threads: usize,
 }
 
 impl Default for ScanLimits {
@@ -23,6 +28,7 @@ impl Default for ScanLimits {
         Self {
             max_manifest_bytes: 16 * 1024 * 1024,
             max_warnings: 50,
+            max_threads: 4,
         }
     }
 }
@@ -48,7 +54,9 @@ pub struct StoreStats {
     /// Number of bucket keys with ≥ 2 entries.
     pub duplicate_groups: u64,
     pub anomalies: Anomalies,
-    /// The first [`ScanLimits::max_warnings`] anomalies worth a log line.
+    /// Up to [`ScanLimits::max_warnings`] anomalies worth a log line, sorted
+    /// by path (the smallest paths are kept, so the list does not depend on
+    /// thread scheduling).
     pub warnings: Vec<CasWarning>,
     pub warnings_suppressed: u64,
 }
@@ -167,8 +175,24 @@ impl Anomalies {
         *counter += 1;
     }
 
+    /// Adds another worker's counters.
+    pub(crate) fn add(&mut self, o: &Anomalies) {
+        self.unreadable_dirs += o.unreadable_dirs;
+        self.stat_failures += o.stat_failures;
+        self.symlinked_dirs_ignored += o.symlinked_dirs_ignored;
+        self.obj_symlinks_followed += o.obj_symlinks_followed;
+        self.obj_directories_counted += o.obj_directories_counted;
+        self.exe_symlinks_ignored += o.exe_symlinks_ignored;
+        self.manifests_missing += o.manifests_missing;
+        self.manifests_invalid += o.manifests_invalid;
+        self.manifests_without_key += o.manifests_without_key;
+        self.manifests_crash_compat += o.manifests_crash_compat;
+        self.manifests_non_string_key += o.manifests_non_string_key;
+        self.manifests_skipped += o.manifests_skipped;
+    }
+
     /// Every counter with its name, for logs and self-metrics.
-    pub fn iter(&self) -> [(&'static str, u64); 12] {
+    pub fn counters(&self) -> [(&'static str, u64); 12] {
         [
             ("unreadable_dirs", self.unreadable_dirs),
             ("stat_failures", self.stat_failures),
@@ -230,8 +254,14 @@ mod tests {
         for k in kinds {
             a.bump(k);
         }
-        assert!(a.iter().iter().all(|(_, v)| *v == 1), "{a:?}");
+        assert!(a.counters().iter().all(|(_, v)| *v == 1), "{a:?}");
         a.bump(AnomalyKind::CellNotDirectory);
-        assert!(a.iter().iter().all(|(_, v)| *v == 1));
+        assert!(a.counters().iter().all(|(_, v)| *v == 1));
+        let copy = a;
+        a.add(&copy);
+        assert!(
+            a.counters().iter().all(|(_, v)| *v == 2),
+            "add covers every counter: {a:?}"
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! The OTLP resource of one build (spec §3.1, DESIGN §2).
 
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
-use super::attributes::AttrBuilder;
+use super::attributes::{truncate, AttrBuilder};
 use crate::request::BuildRequest;
 use crate::timing::Build;
 use crate::warnings::Warnings;
@@ -89,11 +91,31 @@ pub fn build_resource(
     }
 }
 
+/// A copy of `resource` whose `ct.invocation_id` is `invocation_id`: the
+/// resource of the ccache metrics, which compiletools identifies by the
+/// build's trace id in hex instead of the directory name (spec §3.5, §8
+/// item 4). The key keeps its position, or is appended if the trace's
+/// resource had none (an empty directory name).
+pub fn with_invocation_id(resource: &Resource, invocation_id: &str, max_attribute_len: u32) -> Resource {
+    let mut out = resource.clone();
+    let max = usize::try_from(max_attribute_len).unwrap_or(usize::MAX);
+    let value = Some(AnyValue {
+        value: Some(Value::StringValue(truncate(invocation_id, max).to_owned())),
+    });
+    match out.attributes.iter_mut().find(|kv| kv.key == "ct.invocation_id") {
+        Some(kv) => kv.value = value,
+        None => out.attributes.push(KeyValue {
+            key: "ct.invocation_id".to_owned(),
+            value,
+            ..Default::default()
+        }),
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
-
-    use opentelemetry_proto::tonic::common::v1::any_value::Value;
 
     use super::*;
 
@@ -152,6 +174,26 @@ mod tests {
         .collect();
         assert_eq!(got, want);
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn metrics_resource_swaps_the_invocation_id() {
+        let req = BuildRequest::new("/x/20261130T034340-24175", "vm");
+        let mut w = Warnings::new();
+        let r = build_resource(&req, &Build::default(), "20261130T034340-24175", &mut w);
+        let m = with_invocation_id(&r, "00ff", 100);
+        let (a, b) = (attrs(&r), attrs(&m));
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.0, y.0, "same keys in the same order");
+            if x.0 == "ct.invocation_id" {
+                assert_eq!((x.1.as_str(), y.1.as_str()), ("20261130T034340-24175", "00ff"));
+            } else {
+                assert_eq!(x.1, y.1);
+            }
+        }
+        let bare = with_invocation_id(&Resource::default(), "00ff", 100);
+        assert_eq!(attrs(&bare), [("ct.invocation_id".to_owned(), "00ff".to_owned())]);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::warnings::Warnings;
 pub const SCOPE_NAME: &str = "compiletools";
 
 /// Span flags as compiletools' SDK sets them: "is-remote known, not remote".
-const SPAN_FLAGS: u32 = SpanFlags::ContextHasIsRemoteMask as u32;
+pub(crate) const SPAN_FLAGS: u32 = SpanFlags::ContextHasIsRemoteMask as u32;
 
 /// Field numbers of the enclosing messages, from the OTLP protos
 /// (`ExportTraceServiceRequest.resource_spans = 1`,
@@ -62,17 +62,31 @@ pub fn build_trace_request(
     input: TraceInput,
     warnings: &mut Warnings,
 ) -> (ExportTraceServiceRequest, TraceStats) {
+    build_trace_request_with(input, Vec::new(), warnings)
+}
+
+/// [`build_trace_request`] with more `ScopeSpans` after the build's own
+/// (the ccache snapshot of metrics-as-spans) in the same `ResourceSpans`;
+/// their spans count in [`TraceStats::spans`].
+pub fn build_trace_request_with(
+    input: TraceInput,
+    extra: Vec<ScopeSpans>,
+    warnings: &mut Warnings,
+) -> (ExportTraceServiceRequest, TraceStats) {
     let mut spans = Vec::new();
     let resource = input.resource.clone();
-    let stats = walk(&input, &mut |span| spans.push(span.clone()), warnings);
+    let mut stats = walk(&input, &mut |span| spans.push(span.clone()), warnings);
+    stats.spans += extra.iter().map(|ss| ss.spans.len() as u64).sum::<u64>();
+    let mut scope_spans = vec![ScopeSpans {
+        scope: Some(scope()),
+        spans,
+        schema_url: String::new(),
+    }];
+    scope_spans.extend(extra);
     let request = ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(resource),
-            scope_spans: vec![ScopeSpans {
-                scope: Some(scope()),
-                spans,
-                schema_url: String::new(),
-            }],
+            scope_spans,
             schema_url: String::new(),
         }],
     };
@@ -86,6 +100,17 @@ pub fn build_trace_request(
 /// memory costs no RSS.
 pub fn encode_trace_request(
     input: TraceInput,
+    size_hint: usize,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, TraceStats) {
+    encode_trace_request_with(input, &[], size_hint, warnings)
+}
+
+/// [`encode_trace_request`] with more `ScopeSpans` after the build's own,
+/// as [`build_trace_request_with`] (same bytes).
+pub fn encode_trace_request_with(
+    input: TraceInput,
+    extra: &[ScopeSpans],
     size_hint: usize,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
@@ -108,13 +133,21 @@ pub fn encode_trace_request(
     let gap = 2 * (1 + 10) + resource_head.len() + scope_head.len();
     let mut buf = Vec::with_capacity(gap.saturating_add(size_hint));
     buf.resize(gap, 0);
-    let stats = walk(
+    let mut stats = walk(
         &input,
         &mut |span| prost::encoding::message::encode(SCOPE_SPANS_SPANS, span, &mut buf),
         warnings,
     );
-
     let spans_len = buf.len() - gap;
+    // Further ScopeSpans follow the first one inside the ResourceSpans
+    // (prost writes repeated fields in order and the trailing schema_url is
+    // empty, so appending them is the same encoding).
+    for ss in extra {
+        prost::encoding::message::encode(RESOURCE_SPANS_SCOPE_SPANS, ss, &mut buf);
+        stats.spans += ss.spans.len() as u64;
+    }
+    let extra_len = buf.len() - gap - spans_len;
+
     let scope_spans_len = scope_head.len() + spans_len;
     let mut scope_field = Vec::with_capacity(11 + scope_head.len());
     encode_key(
@@ -124,7 +157,7 @@ pub fn encode_trace_request(
     );
     encode_varint(scope_spans_len as u64, &mut scope_field);
     scope_field.extend_from_slice(&scope_head);
-    let resource_spans_len = resource_head.len() + scope_field.len() + spans_len;
+    let resource_spans_len = resource_head.len() + scope_field.len() + spans_len + extra_len;
     let mut head = Vec::with_capacity(gap);
     encode_key(REQUEST_RESOURCE_SPANS, WireType::LengthDelimited, &mut head);
     encode_varint(resource_spans_len as u64, &mut head);
@@ -339,6 +372,41 @@ mod tests {
                 assert_eq!(bytes, request.encode_to_vec(), "{rules} rules, hint {hint}");
             }
             assert_eq!(stats_a.spans, rules as u64 + 2);
+        }
+    }
+
+    #[test]
+    fn extra_scope_spans_encode_like_prost() {
+        let extra = vec![ScopeSpans {
+            scope: Some(InstrumentationScope {
+                name: "compiletools.ccache".into(),
+                ..Default::default()
+            }),
+            spans: vec![Span {
+                name: "ct.ccache.snapshot".into(),
+                span_id: vec![1; 8],
+                ..Default::default()
+            }],
+            schema_url: String::new(),
+        }];
+        for rules in [0, 3, 2000] {
+            let build = sample_build(rules);
+            let clock = Clock::for_build(&build).unwrap();
+            let (request, stats_a) = build_trace_request_with(
+                input(&build, &clock, Resource::default()),
+                extra.clone(),
+                &mut Warnings::new(),
+            );
+            let (bytes, stats_b) = encode_trace_request_with(
+                input(&build, &clock, Resource::default()),
+                &extra,
+                0,
+                &mut Warnings::new(),
+            );
+            assert_eq!(stats_a, stats_b);
+            assert_eq!(stats_a.spans, rules as u64 + 3);
+            assert_eq!(bytes, request.encode_to_vec(), "{rules} rules");
+            assert_eq!(request.resource_spans[0].scope_spans.len(), 2);
         }
     }
 }

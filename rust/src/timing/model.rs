@@ -34,6 +34,39 @@ impl Build<'_> {
     }
 }
 
+impl<'a> Build<'a> {
+    /// Calls `f` for every rule reachable from the root through phases only:
+    /// sub-phases are descended into, rule `children` are not. These are the
+    /// rules compiletools' post-build annotation reaches (spec §2.6) and,
+    /// restricted to `compile`, the `C` of the aggregates (spec §3.4).
+    pub fn for_each_phase_rule_mut(&mut self, f: &mut impl FnMut(&mut Event<'a>)) {
+        fn walk<'a>(events: &mut [Event<'a>], f: &mut impl FnMut(&mut Event<'a>)) {
+            for event in events {
+                if event.is_rule() {
+                    f(event);
+                } else {
+                    walk(&mut event.children, f);
+                }
+            }
+        }
+        walk(&mut self.children, f);
+    }
+
+    /// Calls `f` for every rule (non-phase event) at any depth, rule
+    /// `children` included, parents before their children.
+    pub fn for_each_rule_mut(&mut self, f: &mut impl FnMut(&mut Event<'a>)) {
+        fn walk<'a>(events: &mut [Event<'a>], f: &mut impl FnMut(&mut Event<'a>)) {
+            for event in events {
+                if event.is_rule() {
+                    f(event);
+                }
+                walk(&mut event.children, f);
+            }
+        }
+        walk(&mut self.children, f);
+    }
+}
+
 /// One element of `phases`, `rules` or `children`.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Event<'a> {
@@ -84,6 +117,23 @@ impl Event<'_> {
 
     pub fn metadata_value(&self, key: &str) -> Option<&MetaValue<'_>> {
         self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Whether `cas.hit` is truthy (Python truthiness, spec §3.4).
+    pub fn is_cas_hit(&self) -> bool {
+        self.metadata_value("cas.hit").is_some_and(MetaValue::is_truthy)
+    }
+}
+
+impl<'a> Event<'a> {
+    /// Sets one metadata key the way a Python dict assignment does, which is
+    /// how compiletools updates rule metadata: an existing key keeps its
+    /// position and gets the new value, a new key is appended.
+    pub fn set_metadata(&mut self, key: &'static str, value: MetaValue<'a>) {
+        match self.metadata.iter_mut().find(|(k, _)| k == key) {
+            Some((_, slot)) => *slot = value,
+            None => self.metadata.push((Cow::Borrowed(key), value)),
+        }
     }
 }
 
@@ -152,6 +202,49 @@ mod tests {
         assert_eq!(e.end(), 11.0);
         let e = Event::default();
         assert_eq!((e.start(), e.end()), (0.0, 0.0));
+    }
+
+    #[test]
+    fn set_metadata_keeps_dict_order() {
+        let mut e = Event {
+            metadata: vec![
+                (Cow::Borrowed("cas.hit"), MetaValue::Bool(false)),
+                (Cow::Borrowed("queue_wait_s"), MetaValue::Double(1e-6)),
+            ],
+            ..Default::default()
+        };
+        e.set_metadata("ct.rule.cache_layer", MetaValue::Str(Cow::Borrowed("other")));
+        e.set_metadata("cas.hit", MetaValue::Bool(true));
+        let keys: Vec<&str> = e.metadata.iter().map(|(k, _)| k.as_ref()).collect();
+        assert_eq!(keys, ["cas.hit", "queue_wait_s", "ct.rule.cache_layer"]);
+        assert!(e.is_cas_hit());
+    }
+
+    #[test]
+    fn walks_reach_the_documented_rules() {
+        let rule = |name: &'static str, children: Vec<Event<'static>>| Event {
+            name: Cow::Borrowed(name),
+            rule_type: Some(Cow::Borrowed("compile")),
+            children,
+            ..Default::default()
+        };
+        let phase = |children| Event {
+            children,
+            ..Default::default()
+        };
+        let mut b = Build {
+            children: vec![
+                rule("top", vec![]),
+                phase(vec![rule("r", vec![rule("child", vec![])]), phase(vec![rule("sub", vec![])])]),
+            ],
+            ..Default::default()
+        };
+        let mut seen = Vec::new();
+        b.for_each_phase_rule_mut(&mut |e| seen.push(e.name.to_string()));
+        assert_eq!(seen, ["top", "r", "sub"]);
+        seen.clear();
+        b.for_each_rule_mut(&mut |e| seen.push(e.name.to_string()));
+        assert_eq!(seen, ["top", "r", "child", "sub"]);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub mod zoo;
+
 use compiletools_core::cas::{CasKind, StoreStats};
 use serde_json::Value;
 
@@ -15,7 +17,11 @@ pub fn corpus_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CT_CORPUS_DIR") {
         return PathBuf::from(dir);
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..").join("shared").join("corpus")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("..")
+        .join("shared")
+        .join("corpus")
 }
 
 /// Every case directory, sorted.
@@ -60,7 +66,12 @@ pub fn parse_listing(text: &str) -> Vec<ListedStore> {
                 "cas-exedir" => CasKind::Exe,
                 other => panic!("unknown store {other:?}"),
             };
-            stores.push(ListedStore { kind, cell: cell.to_owned(), absent: false, entries: Vec::new() });
+            stores.push(ListedStore {
+                kind,
+                cell: cell.to_owned(),
+                absent: false,
+                entries: Vec::new(),
+            });
             continue;
         }
         let store = stores.last_mut().expect("line before the first store header");
@@ -147,7 +158,11 @@ pub fn reported(report: &Value, kind: CasKind) -> Option<Five> {
     } else {
         report.get(object_key).filter(|v| !v.is_null())?
     };
-    let n = |k: &str| obj.get(k).and_then(Value::as_u64).unwrap_or_else(|| panic!("{object_key}.{k} missing"));
+    let n = |k: &str| {
+        obj.get(k)
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("{object_key}.{k} missing"))
+    };
     Some(Five {
         total_bytes: n("total-bytes"),
         total_entries: n("total-entries"),

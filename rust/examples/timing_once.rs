@@ -1,0 +1,104 @@
+//! Processes one build with `process_build` (traces only, as the receiver
+//! asks when only a traces consumer exists) and prints one JSON line. Used by
+//! `rust/bench/compare_ctcake.py` for peak RSS (`/usr/bin/time -v` around
+//! `--runs 1`) and best-of-N wall time.
+//!
+//! ```text
+//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals]
+//! ```
+//!
+//! Output keys: `file_bytes`, `spans`, `otlp_bytes`, `runs_ms` (each
+//! `process_build` call), `best_ms`, `median_ms`, `vmhwm_kib` (this
+//! process's peak RSS from /proc, a cross-check of `time -v`). Exit status 1
+//! on error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use compiletools_core::{process_build, BuildRequest, CancelToken, Signals};
+
+fn usage() -> ExitCode {
+    eprintln!("usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals]");
+    ExitCode::from(2)
+}
+
+fn vmhwm_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let mut target: Option<PathBuf> = None;
+    let mut runs: usize = 1;
+    let mut all_signals = false;
+    while let Some(a) = args.next() {
+        match a.to_str() {
+            Some("--runs") => match args.next().and_then(|r| r.to_str()?.parse().ok()) {
+                Some(r) if r > 0 => runs = r,
+                _ => return usage(),
+            },
+            Some("--all-signals") => all_signals = true,
+            _ if target.is_none() => target = Some(PathBuf::from(a)),
+            _ => return usage(),
+        }
+    }
+    let Some(target) = target else {
+        return usage();
+    };
+    // A path to the file itself names its invocation directory.
+    let dir = if target.is_file() {
+        match target.parent() {
+            Some(p) if target.file_name().is_some_and(|n| n == "timing.json") => p.to_path_buf(),
+            _ => {
+                eprintln!("{}: the file must be named timing.json", target.display());
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        target
+    };
+    let file_bytes = std::fs::metadata(dir.join("timing.json")).map_or(0, |m| m.len());
+
+    let mut req = BuildRequest::new(&dir, "bench-host");
+    if !all_signals {
+        req.signals = Signals {
+            traces: true,
+            metrics: false,
+        };
+    }
+    let cancel = CancelToken::new();
+    let mut runs_ms = Vec::with_capacity(runs);
+    let (mut spans, mut otlp_bytes) = (0, 0);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = match process_build(&req, &cancel) {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("{}: {e}", dir.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        // Timed up to the output being ready, as the FFI hands it over; the
+        // drop of the buffers is not part of the work the receiver waits for.
+        runs_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        spans = out.summary.spans;
+        otlp_bytes = out.traces.as_ref().map_or(0, Vec::len) + out.metrics.as_ref().map_or(0, Vec::len);
+    }
+    let mut sorted = runs_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let report = serde_json::json!({
+        "invocation_dir": dir.display().to_string(),
+        "file_bytes": file_bytes,
+        "spans": spans,
+        "otlp_bytes": otlp_bytes,
+        "runs_ms": runs_ms,
+        "best_ms": sorted[0],
+        "median_ms": sorted[sorted.len() / 2],
+        "vmhwm_kib": vmhwm_kib(),
+    });
+    println!("{report}");
+    ExitCode::SUCCESS
+}

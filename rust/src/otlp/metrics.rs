@@ -1,0 +1,219 @@
+//! The ccache metrics of one build (spec §3.5, DESIGN §2): one
+//! `ExportMetricsServiceRequest`, scope `compiletools.ccache`, with
+//! * `ct.ccache.events` — monotonic cumulative Sum, one int point per event
+//!   name with count > 0 (first-seen order), attribute `ccache_event`;
+//! * `ct.ccache.hit_rate`, `ct.ccache.remote_hit_rate` — double Gauges.
+//!
+//! Sent once per build (DESIGN §2 fix 4; compiletools sends each snapshot
+//! twice). Sum points start at the build start and are taken at the build
+//! end, so each build is one cumulative interval of its own series (the
+//! resource's `service.instance.id` separates builds); the gauges carry only
+//! the time, as compiletools' do (a start time is meaningless for a gauge).
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
+use opentelemetry_proto::tonic::metrics::v1::{
+    AggregationTemporality, Gauge, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+use super::attributes::AttrBuilder;
+use super::root::saturating_i64;
+use crate::statslog::{EventCount, Statslog};
+use crate::warnings::Warnings;
+
+/// Instrumentation scope of the ccache metrics and of the snapshot span.
+pub const CCACHE_SCOPE_NAME: &str = "compiletools.ccache";
+pub const EVENTS_METRIC: &str = "ct.ccache.events";
+pub const EVENTS_DESCRIPTION: &str = "ccache event occurrences over the build";
+pub const HIT_RATE_METRIC: &str = "ct.ccache.hit_rate";
+pub const HIT_RATE_DESCRIPTION: &str = "Local ccache hit ratio in [0,1]";
+pub const REMOTE_HIT_RATE_METRIC: &str = "ct.ccache.remote_hit_rate";
+pub const REMOTE_HIT_RATE_DESCRIPTION: &str = "Remote ccache hit ratio in [0,1]";
+/// Data point attribute naming the event of a `ct.ccache.events` point.
+pub const EVENT_ATTRIBUTE: &str = "ccache_event";
+
+/// What the metrics of one build are made from.
+pub struct MetricsInput<'x> {
+    pub statslog: &'x Statslog,
+    /// The trace's resource with `ct.invocation_id` = the trace id in hex
+    /// (see [`super::resource::with_invocation_id`]).
+    pub resource: Resource,
+    /// Build start, Unix ns.
+    pub start_unix_nano: u64,
+    /// Build end, Unix ns.
+    pub time_unix_nano: u64,
+    pub max_attribute_len: u32,
+}
+
+/// Builds the request; returns it with its number of data points.
+pub fn build_metrics_request(
+    input: MetricsInput,
+    warnings: &mut Warnings,
+) -> (ExportMetricsServiceRequest, u64) {
+    let events = exportable_events(input.statslog, input.max_attribute_len, warnings);
+    let summary = input.statslog.summary();
+    let event_points: Vec<NumberDataPoint> = events
+        .iter()
+        .map(|e| {
+            let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 1);
+            a.string(EVENT_ATTRIBUTE, &e.name);
+            NumberDataPoint {
+                attributes: a.finish().0,
+                start_time_unix_nano: input.start_unix_nano,
+                time_unix_nano: input.time_unix_nano,
+                value: Some(Value::AsInt(saturating_i64(e.count))),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let points = event_points.len() as u64 + 2;
+    let gauge = |name: &str, description: &str, value: f64| Metric {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        data: Some(Data::Gauge(Gauge {
+            data_points: vec![NumberDataPoint {
+                time_unix_nano: input.time_unix_nano,
+                value: Some(Value::AsDouble(value)),
+                ..Default::default()
+            }],
+        })),
+        ..Default::default()
+    };
+    let metrics = vec![
+        Metric {
+            name: EVENTS_METRIC.to_owned(),
+            description: EVENTS_DESCRIPTION.to_owned(),
+            data: Some(Data::Sum(Sum {
+                data_points: event_points,
+                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                is_monotonic: true,
+            })),
+            ..Default::default()
+        },
+        gauge(HIT_RATE_METRIC, HIT_RATE_DESCRIPTION, summary.hit_rate()),
+        gauge(
+            REMOTE_HIT_RATE_METRIC,
+            REMOTE_HIT_RATE_DESCRIPTION,
+            summary.remote_hit_rate(),
+        ),
+    ];
+    let request = ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(input.resource),
+            scope_metrics: vec![ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: CCACHE_SCOPE_NAME.to_owned(),
+                    ..Default::default()
+                }),
+                metrics,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    };
+    (request, points)
+}
+
+/// Builds and serializes the request; returns the bytes and the number of
+/// data points.
+pub fn encode_metrics_request(input: MetricsInput, warnings: &mut Warnings) -> (Vec<u8>, u64) {
+    let (request, points) = build_metrics_request(input, warnings);
+    (request.encode_to_vec(), points)
+}
+
+/// The events that become points (and snapshot attributes): all of them,
+/// except names longer than the attribute length limit. Those are torn or
+/// hostile lines, and cutting them to the limit could make two names one
+/// series; they are left out with one warning instead.
+pub(crate) fn exportable_events<'s>(
+    statslog: &'s Statslog,
+    max_attribute_len: u32,
+    warnings: &mut Warnings,
+) -> Vec<&'s EventCount> {
+    let max = usize::try_from(max_attribute_len).unwrap_or(usize::MAX);
+    let (keep, long): (Vec<&EventCount>, Vec<&EventCount>) =
+        statslog.events().iter().partition(|e| e.name.len() <= max);
+    if !long.is_empty() {
+        warnings.push(format!(
+            "{} ccache event name(s) longer than {max} bytes not exported",
+            long.len()
+        ));
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as AttrValue;
+
+    use super::*;
+    use crate::statslog::parse;
+
+    fn input(statslog: &Statslog, max: u32) -> MetricsInput<'_> {
+        MetricsInput {
+            statslog,
+            resource: Resource::default(),
+            start_unix_nano: 10,
+            time_unix_nano: 20,
+            max_attribute_len: max,
+        }
+    }
+
+    #[test]
+    fn shape_of_the_request() {
+        let log = parse(b"# \ncalled_for_preprocessing\n# /a.cpp\ncache_miss\n# /b.cpp\ndirect_cache_hit\ncache_miss\n");
+        let mut w = Warnings::new();
+        let (req, points) = build_metrics_request(input(&log, 100), &mut w);
+        assert_eq!(points, 5);
+        assert!(w.is_empty());
+        let sm = &req.resource_metrics[0].scope_metrics[0];
+        assert_eq!(sm.scope.as_ref().unwrap().name, CCACHE_SCOPE_NAME);
+        let names: Vec<&str> = sm.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, [EVENTS_METRIC, HIT_RATE_METRIC, REMOTE_HIT_RATE_METRIC]);
+        let Some(Data::Sum(sum)) = &sm.metrics[0].data else {
+            panic!("events is a sum")
+        };
+        assert!(sum.is_monotonic);
+        assert_eq!(sum.aggregation_temporality, AggregationTemporality::Cumulative as i32);
+        let got: Vec<(String, Option<Value>, u64, u64)> = sum
+            .data_points
+            .iter()
+            .map(|p| {
+                let Some(AttrValue::StringValue(name)) =
+                    p.attributes[0].value.as_ref().and_then(|v| v.value.clone())
+                else {
+                    panic!("string attribute")
+                };
+                assert_eq!(p.attributes[0].key, EVENT_ATTRIBUTE);
+                (name, p.value, p.start_time_unix_nano, p.time_unix_nano)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("called_for_preprocessing".to_owned(), Some(Value::AsInt(1)), 10, 20),
+                ("cache_miss".to_owned(), Some(Value::AsInt(2)), 10, 20),
+                ("direct_cache_hit".to_owned(), Some(Value::AsInt(1)), 10, 20),
+            ]
+        );
+        let Some(Data::Gauge(g)) = &sm.metrics[1].data else {
+            panic!("hit rate is a gauge")
+        };
+        assert_eq!(g.data_points[0].value, Some(Value::AsDouble(1.0 / 3.0)));
+        assert_eq!((g.data_points[0].start_time_unix_nano, g.data_points[0].time_unix_nano), (0, 20));
+        assert!(g.data_points[0].attributes.is_empty());
+    }
+
+    #[test]
+    fn overlong_event_names_are_left_out() {
+        let log = parse(format!("cache_miss\n{}\n", "x".repeat(50)).as_bytes());
+        let mut w = Warnings::new();
+        let (_, points) = build_metrics_request(input(&log, 20), &mut w);
+        assert_eq!(points, 3);
+        assert_eq!(w.into_lines().len(), 1);
+    }
+}

@@ -1,0 +1,83 @@
+//! `rule_outcomes.log` (spec §5): the CAS outcome of each rule that the
+//! make and ninja backends ran through `ct-lock-helper`, merged into the
+//! rules' metadata as compiletools does before it writes timing.json.
+//!
+//! For a finished ct-cake build the merge is already in timing.json and
+//! applying it again changes nothing; it matters for a log the receiver
+//! captured from a build that died or is still post-processing (spec §1.5).
+//! The receiver decides which file to pass (`BuildRequest::outcomes`); the
+//! core never looks for one by itself.
+
+pub mod merge;
+pub mod parse;
+
+use std::io;
+use std::path::Path;
+
+pub use merge::{merge, MergeStats};
+pub use parse::{parse, Outcome, Outcomes};
+
+use crate::error::Error;
+use crate::input::read_bounded_partial;
+use crate::pytext::complete_lines;
+use crate::request::Limits;
+use crate::warnings::Warnings;
+
+/// Reads and parses the outcomes log at `path` within
+/// `limits.max_file_bytes`. Never fails (spec §5.3 rule 1): missing means
+/// empty; unreadable, not a file or too large means empty with a warning; a
+/// read error in the middle keeps the complete lines before it.
+pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {
+    let partial = match read_bounded_partial(path, limits.max_file_bytes) {
+        Ok(partial) => partial,
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Outcomes::default();
+        }
+        Err(e) => {
+            warnings.push(format!("rule outcomes log ignored: {e}"));
+            return Outcomes::default();
+        }
+    };
+    let bytes = match &partial.error {
+        None => &partial.bytes[..],
+        Some(e) => {
+            warnings.push(format!(
+                "{}: read error after {} bytes, using the complete lines before it: {e}",
+                path.display(),
+                partial.bytes.len()
+            ));
+            complete_lines(&partial.bytes)
+        }
+    };
+    let outcomes = parse(bytes);
+    if outcomes.skipped_lines() > 0 {
+        warnings.push(format!(
+            "{}: {} line(s) without 4 TAB-separated fields or valid integers skipped",
+            path.display(),
+            outcomes.skipped_lines()
+        ));
+    }
+    outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_tolerates_missing_and_bad_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Warnings::new();
+        assert!(load(&dir.path().join("nope"), &Limits::default(), &mut w).is_empty());
+        assert!(w.is_empty());
+        assert!(load(dir.path(), &Limits::default(), &mut w).is_empty());
+        assert_eq!(w.into_lines().len(), 1);
+
+        let p = dir.path().join("rule_outcomes.log");
+        std::fs::write(&p, "/o/a.o\tobj\t1\t10\nbroken line\n").unwrap();
+        let mut w = Warnings::new();
+        let o = load(&p, &Limits::default(), &mut w);
+        assert_eq!(o.len(), 1);
+        assert_eq!(w.into_lines().len(), 1, "the skipped line is reported");
+    }
+}
