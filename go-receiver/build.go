@@ -138,15 +138,23 @@ func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, g
 	if req.StatslogPath == "" {
 		req.StatslogPath = r.mappedStatslog(b.Dir)
 	}
+	req.ResourceAttributes = r.userAttributes()
+	return req
+}
+
+// userAttributes lists the configured resource attributes in key order:
+// maps have none, and a re-read build must give identical bytes.
+func (r *compiletoolsReceiver) userAttributes() []ffi.Attribute {
 	keys := make([]string, 0, len(r.cfg.ResourceAttributes))
 	for k := range r.cfg.ResourceAttributes {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys) // maps have no order; a re-read build must give identical bytes
+	sort.Strings(keys)
+	attrs := make([]ffi.Attribute, 0, len(keys))
 	for _, k := range keys {
-		req.ResourceAttributes = append(req.ResourceAttributes, ffi.Attribute{Key: k, Value: r.cfg.ResourceAttributes[k]})
+		attrs = append(attrs, ffi.Attribute{Key: k, Value: r.cfg.ResourceAttributes[k]})
 	}
-	return req
+	return attrs
 }
 
 // sideFile returns the file name of a build: the original while it exists,

@@ -60,6 +60,8 @@ type Config struct {
 	GitCommit GitCommitConfig `mapstructure:"git_commit"`
 	// Capture keeps ct-cake's transient files of running builds.
 	Capture CaptureConfig `mapstructure:"capture"`
+	// CAS configures periodic scans of compiletools' CAS stores.
+	CAS CASConfig `mapstructure:"cas"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -110,6 +112,33 @@ type StatslogMapping struct {
 	_ struct{}
 }
 
+// CASConfig: store health like `ct-cache-report`, scraped on a schedule.
+type CASConfig struct {
+	// Stores are explicit cells (one variant's directory of one kind); a
+	// missing one reports zeros, as ct-cache-report does for a given flag.
+	Stores []CASStore `mapstructure:"stores"`
+	// Pools are a kind's parent directories whose variant cells are all
+	// scanned, as `ct-cache-report --all-variants` enumerates them.
+	Pools []CASStore `mapstructure:"pools"`
+	// ScanInterval is the time between scans; scans never overlap.
+	ScanInterval time.Duration `mapstructure:"scan_interval"`
+	// InitialDelay is the time before the first scan after start.
+	InitialDelay time.Duration `mapstructure:"initial_delay"`
+	// MaxThreads bounds threads per cell scan (0: the core's default).
+	MaxThreads int `mapstructure:"max_threads"`
+
+	_ struct{}
+}
+
+// CASStore is one configured store cell or pool.
+type CASStore struct {
+	// Kind is obj, pch, pcm or exe.
+	Kind string `mapstructure:"kind"`
+	Path string `mapstructure:"path"`
+
+	_ struct{}
+}
+
 func createDefaultConfig() *Config {
 	retry := configretry.NewDefaultBackOffConfig()
 	retry.MaxElapsedTime = 0
@@ -123,6 +152,7 @@ func createDefaultConfig() *Config {
 		ServiceName:         "compiletools",
 		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
 		Capture:             CaptureConfig{Enabled: true},
+		CAS:                 CASConfig{ScanInterval: 5 * time.Minute, InitialDelay: 10 * time.Second},
 	}
 }
 
@@ -178,6 +208,29 @@ func (c *Config) Validate() error {
 		if m.Path == "" {
 			add("capture.statslogs[%d].path: must not be empty", i)
 		}
+	}
+	checkStores := func(key string, stores []CASStore) {
+		for i, st := range stores {
+			switch st.Kind {
+			case "obj", "pch", "pcm", "exe":
+			default:
+				add("%s[%d].kind: must be obj, pch, pcm or exe, got %q", key, i, st.Kind)
+			}
+			if st.Path == "" {
+				add("%s[%d].path: must not be empty", key, i)
+			}
+		}
+	}
+	checkStores("cas.stores", c.CAS.Stores)
+	checkStores("cas.pools", c.CAS.Pools)
+	if len(c.CAS.Stores)+len(c.CAS.Pools) > 0 && c.CAS.ScanInterval <= 0 {
+		add("cas.scan_interval: must be positive, got %s", c.CAS.ScanInterval)
+	}
+	if c.CAS.InitialDelay < 0 {
+		add("cas.initial_delay: must not be negative, got %s", c.CAS.InitialDelay)
+	}
+	if c.CAS.MaxThreads < 0 {
+		add("cas.max_threads: must not be negative, got %d", c.CAS.MaxThreads)
 	}
 	return errors.Join(errs...)
 }

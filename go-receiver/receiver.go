@@ -50,6 +50,7 @@ type compiletoolsReceiver struct {
 	stopOnce  sync.Once
 	cancel    context.CancelFunc
 	done      chan struct{}
+	casDone   chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -142,6 +143,10 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 	r.cancel = cancel
 	r.done = make(chan struct{})
 	go r.run(runCtx)
+	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
+		r.casDone = make(chan struct{})
+		go r.runCAS(runCtx)
+	}
 	return nil
 }
 
@@ -184,11 +189,16 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			err = fmt.Errorf("compiletools receiver: shutdown: %w", ctx.Err())
-			return // the poll goroutine still uses the store: leave it open
+		for _, done := range []chan struct{}{r.done, r.casDone} {
+			if done == nil {
+				continue
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				err = fmt.Errorf("compiletools receiver: shutdown: %w", ctx.Err())
+				return // a goroutine still uses the store: leave it open
+			}
 		}
 		r.telemetry.shutdown()
 		err = r.store.Close(ctx)

@@ -23,16 +23,19 @@ const (
 // selfTelemetry is the receiver's own metrics beyond ObsReport's accepted /
 // refused counts; metadata.yaml documents each instrument.
 type selfTelemetry struct {
-	builds        metric.Int64Counter
-	parseFailures metric.Int64Counter
-	unanchored    metric.Int64Counter
-	droppedAttrs  metric.Int64Counter
-	capturedFiles metric.Int64Counter
-	pathProblems  metric.Int64Counter
-	buildLag      metric.Float64Histogram
-	backlog       atomic.Int64
-	backlogGauge  metric.Int64ObservableGauge
-	registration  metric.Registration
+	builds          metric.Int64Counter
+	parseFailures   metric.Int64Counter
+	unanchored      metric.Int64Counter
+	droppedAttrs    metric.Int64Counter
+	capturedFiles   metric.Int64Counter
+	pathProblems    metric.Int64Counter
+	buildLag        metric.Float64Histogram
+	casScanDuration metric.Float64Histogram
+	casScanErrors   metric.Int64Counter
+	casAnomalies    metric.Int64Counter
+	backlog         atomic.Int64
+	backlogGauge    metric.Int64ObservableGauge
+	registration    metric.Registration
 }
 
 // The collector's meter provider already carries the component's identity.
@@ -73,6 +76,21 @@ func newSelfTelemetry(set component.TelemetrySettings) (*selfTelemetry, error) {
 	if t.buildLag, err = m.Float64Histogram("otelcol_receiver_compiletools_build_lag",
 		metric.WithDescription("Time from a build's end (timing.json written) to its delivery to the consumers."),
 		metric.WithUnit("s")); err != nil {
+		return nil, err
+	}
+	if t.casScanDuration, err = m.Float64Histogram("otelcol_receiver_compiletools_cas_scan_duration",
+		metric.WithDescription("Duration of one CAS store-set scan."),
+		metric.WithUnit("s")); err != nil {
+		return nil, err
+	}
+	if t.casScanErrors, err = m.Int64Counter("otelcol_receiver_compiletools_cas_scan_errors",
+		metric.WithDescription("CAS store-set scans that failed."),
+		metric.WithUnit("{scans}")); err != nil {
+		return nil, err
+	}
+	if t.casAnomalies, err = m.Int64Counter("otelcol_receiver_compiletools_cas_anomalies",
+		metric.WithDescription("CAS oddities met while scanning (manifests treated as missing, unreadable directories, missing configured cells)."),
+		metric.WithUnit("{anomalies}")); err != nil {
 		return nil, err
 	}
 	if t.backlogGauge, err = m.Int64ObservableGauge("otelcol_receiver_compiletools_backlog",

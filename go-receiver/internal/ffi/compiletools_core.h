@@ -13,7 +13,7 @@
  * Bumped on every incompatible change of the types or functions below; the
  * Go side refuses a library whose version differs from its header's.
  */
-#define CT_ABI_VERSION 1
+#define CT_ABI_VERSION 2
 
 /**
  * Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
@@ -34,6 +34,26 @@
  * Flag (test hook): panic inside the call, to prove the guard holds.
  */
 #define CT_FLAG_FORCE_PANIC 2147483648
+
+/**
+ * `CtCasCell.kind`: an object-file store.
+ */
+#define CT_CAS_KIND_OBJ 0
+
+/**
+ * `CtCasCell.kind`: a precompiled-header store.
+ */
+#define CT_CAS_KIND_PCH 1
+
+/**
+ * `CtCasCell.kind`: a C++ module (pcm) store.
+ */
+#define CT_CAS_KIND_PCM 2
+
+/**
+ * `CtCasCell.kind`: an executable/library store.
+ */
+#define CT_CAS_KIND_EXE 3
 
 /**
  * Stable numeric error codes returned by the C ABI. `Ok` is zero.
@@ -171,6 +191,86 @@ typedef struct {
   CtBuffer error_message;
 } CtBuildResult;
 
+/**
+ * One cell (one variant's directory of one store kind).
+ */
+typedef struct {
+  /**
+   * `CT_CAS_KIND_*`.
+   */
+  uint32_t kind;
+  CtByteView path;
+  /**
+   * Non-zero: configured explicitly, so a missing cell reports zeros
+   * (ct-cache-report with the flag given); zero: a missing cell is skipped.
+   */
+  uint32_t explicit_;
+} CtCasCell;
+
+/**
+ * One scan. Views and the cell array are borrowed for the call only.
+ */
+typedef struct {
+  const CtCasCell *cells;
+  size_t cell_count;
+  CtByteView host_name;
+  CtByteView service_name;
+  /**
+   * `ct.variant` of the resource; empty: omitted.
+   */
+  CtByteView variant;
+  /**
+   * User resource attributes as `key\0value\0…`; built-in keys win.
+   */
+  CtByteView resource_attributes;
+  /**
+   * Time of the data points (or the snapshot span), Unix ns.
+   */
+  uint64_t time_unix_nano;
+  /**
+   * `CT_FLAG_METRICS_AS_SPANS` to get a `ct.cache.snapshot` span instead of gauges.
+   */
+  uint32_t flags;
+  /**
+   * Threads per cell scan; 0: the default.
+   */
+  uint32_t max_threads;
+} CtCasRequest;
+
+/**
+ * What one scan returns; buffers are empty (null) when unused.
+ */
+typedef struct {
+  /**
+   * `ExportMetricsServiceRequest` (gauges), unless metrics-as-spans.
+   */
+  CtBuffer metrics;
+  /**
+   * `ExportTraceServiceRequest` (`ct.cache.snapshot`), with metrics-as-spans.
+   */
+  CtBuffer traces;
+  /**
+   * Cells that produced numbers.
+   */
+  uint32_t cells_scanned;
+  /**
+   * Gauge data points (or span attributes) produced.
+   */
+  uint64_t points;
+  /**
+   * Anomalies met (manifests treated as missing, unreadable dirs, …).
+   */
+  uint64_t anomalies;
+  /**
+   * Warnings, one per line (UTF-8).
+   */
+  CtBuffer warnings;
+  /**
+   * The error message when the call returned non-zero (UTF-8).
+   */
+  CtBuffer error_message;
+} CtCasResult;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -219,6 +319,26 @@ int32_t ct_process_build(const CtBuildRequest *req, const CtCancel *cancel, CtBu
  * `res` must be null or point to a result filled by `ct_process_build`.
  */
 void ct_build_result_free(CtBuildResult *res);
+
+/**
+ * Scans the cells of `req` and returns their gauges (or snapshot span).
+ * A cell that cannot be listed becomes a warning and is left out; the other
+ * cells still report. Returns 0, or a `CtErrorCode` with `out->error_message`.
+ * `out` is always written; release it with `ct_cas_result_free`.
+ *
+ * # Safety
+ * `req` and `out` must be valid; `req->cells` must point to `cell_count`
+ * cells; every view must be valid during the call; `cancel` may be null.
+ */
+int32_t ct_scan_cas(const CtCasRequest *req, const CtCancel *cancel, CtCasResult *out);
+
+/**
+ * Frees every buffer of a scan result; safe to call twice.
+ *
+ * # Safety
+ * `res` must be null or point to a result filled by `ct_scan_cas`.
+ */
+void ct_cas_result_free(CtCasResult *res);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -37,38 +37,17 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		return Result{}, &Error{Code: CodeCancelled, Message: err.Error()}
 	}
 
-	token := C.ct_cancel_new()
-	if token == nil {
-		return Result{}, &Error{Code: CodePanic, Message: "ct_cancel_new failed"}
+	token, release, err := watchCancel(ctx)
+	if err != nil {
+		return Result{}, err
 	}
-	watchDone := make(chan struct{})
-	watcherExited := make(chan struct{})
-	go func() {
-		defer close(watcherExited)
-		select {
-		case <-ctx.Done():
-			C.ct_cancel_set(token)
-		case <-watchDone:
-		}
-	}()
-	defer func() {
-		close(watchDone)
-		<-watcherExited // the watcher may still use token: free only after it exits
-		C.ct_cancel_free(token)
-	}()
+	defer release()
 
 	// The request struct lives in Go memory and holds pointers to Go byte
 	// slices; cgo allows that only when those pointers are pinned.
 	var pinner runtime.Pinner
 	defer pinner.Unpin()
-	view := func(s string) C.CtByteView {
-		if s == "" {
-			return C.CtByteView{}
-		}
-		b := unsafe.StringData(s)
-		pinner.Pin(b)
-		return C.CtByteView{ptr: (*C.uint8_t)(unsafe.Pointer(b)), len: C.size_t(len(s))}
-	}
+	view := pinnedView(&pinner)
 
 	var flags C.uint32_t
 	if req.MetricsAsSpans {

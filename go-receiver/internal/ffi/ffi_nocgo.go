@@ -12,3 +12,6 @@ func CheckABI() error { return ErrCgoRequired }
 
 // Process always fails without cgo.
 func Process(context.Context, Request) (Result, error) { return Result{}, ErrCgoRequired }
+
+// ScanCAS always fails without cgo.
+func ScanCAS(context.Context, CASRequest) (CASResult, error) { return CASResult{}, ErrCgoRequired }

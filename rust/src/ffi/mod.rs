@@ -6,9 +6,11 @@
 //! are Rust-owned buffers the caller frees with `ct_build_result_free`.
 
 mod buffer;
+mod cas;
 mod guard;
 
 pub use buffer::{CtBuffer, CtByteView};
+pub use cas::{CtCasCell, CtCasRequest, CtCasResult};
 use guard::guard;
 
 use crate::cancel::CancelToken;
@@ -18,7 +20,7 @@ use crate::request::{BuildRequest, Limits, Signals, Summary};
 
 /// Bumped on every incompatible change of the types or functions below; the
 /// Go side refuses a library whose version differs from its header's.
-pub const CT_ABI_VERSION: u32 = 1;
+pub const CT_ABI_VERSION: u32 = 2;
 
 /// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
 pub const CT_SIGNAL_TRACES: u32 = 1;
@@ -291,7 +293,7 @@ fn decode_limits(l: &CtLimits) -> Limits {
     }
 }
 
-fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
     if bytes.is_empty() {
         return Ok(Vec::new());
     }

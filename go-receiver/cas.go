@@ -1,0 +1,140 @@
+package compiletoolsreceiver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+)
+
+// casGroup is one store set scanned in one core call: the cells of one
+// variant, reported under one resource (ct.variant).
+type casGroup struct {
+	variant string
+	cells   []ffi.CASCell
+}
+
+// twoHex matches the shard directories of a store, which are not variants.
+var twoHex = regexp.MustCompile(`^[0-9a-f]{2}$`)
+
+// casGroups resolves the configured cells and pools into store sets. Pool
+// children are enumerated like `ct-cache-report --all-variants`: real
+// directories only, without dot-names, TraceStore, diagnostics and 2-hex
+// shard names. (compiletools also requires the name to resolve as a variant
+// against its ct.conf files, which a receiver cannot read; any other
+// directory is scanned and reported under its name.)
+func (r *compiletoolsReceiver) casGroups() []casGroup {
+	byVariant := map[string]*casGroup{}
+	add := func(variant string, cell ffi.CASCell) {
+		g, ok := byVariant[variant]
+		if !ok {
+			g = &casGroup{variant: variant}
+			byVariant[variant] = g
+		}
+		g.cells = append(g.cells, cell)
+	}
+	for _, st := range r.cfg.CAS.Stores {
+		kind, _ := ffi.ParseCASKind(st.Kind)
+		add(filepath.Base(filepath.Clean(st.Path)), ffi.CASCell{Kind: kind, Path: st.Path, Explicit: true})
+	}
+	for _, pool := range r.cfg.CAS.Pools {
+		kind, _ := ffi.ParseCASKind(pool.Kind)
+		entries, err := os.ReadDir(pool.Path)
+		if err != nil {
+			if r.pending.firstProblem(pool.Path + "#cas") {
+				r.logger.Warn("cannot list CAS pool", zap.String("path", pool.Path), zap.Error(err))
+			}
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !e.IsDir() || name[0] == '.' || name == "TraceStore" || name == "diagnostics" || twoHex.MatchString(name) {
+				continue
+			}
+			add(name, ffi.CASCell{Kind: kind, Path: filepath.Join(pool.Path, name)})
+		}
+	}
+	groups := make([]casGroup, 0, len(byVariant))
+	for _, g := range byVariant {
+		groups = append(groups, *g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].variant < groups[j].variant })
+	return groups
+}
+
+// runCAS scans the stores every scan_interval after initial_delay. One
+// goroutine does every scan in turn, so scans never overlap.
+func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
+	defer close(r.casDone)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(r.cfg.CAS.InitialDelay):
+	}
+	ticker := time.NewTicker(r.cfg.CAS.ScanInterval)
+	defer ticker.Stop()
+	for {
+		r.scanCAS(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func (r *compiletoolsReceiver) scanCAS(ctx context.Context) {
+	asSpans := r.cfg.MetricsAsSpans
+	if (asSpans && r.traces == nil) || (!asSpans && r.metrics == nil) {
+		return // nobody consumes the result
+	}
+	for _, g := range r.casGroups() {
+		start := r.now()
+		req := ffi.CASRequest{
+			Cells:              g.cells,
+			HostName:           r.hostName,
+			ServiceName:        r.cfg.ServiceName,
+			Variant:            g.variant,
+			ResourceAttributes: r.userAttributes(),
+			TimeUnixNano:       uint64(start.UnixNano()),
+			AsSpans:            asSpans,
+			MaxThreads:         uint32(r.cfg.CAS.MaxThreads),
+		}
+		res, err := ffi.ScanCAS(ctx, req)
+		r.telemetry.casScanDuration.Record(ctx, r.now().Sub(start).Seconds())
+		if err != nil {
+			if ffi.CodeOf(err) == ffi.CodeCancelled {
+				return
+			}
+			r.telemetry.casScanErrors.Add(ctx, 1)
+			r.logger.Warn("CAS scan failed", zap.String("variant", g.variant), zap.Error(err))
+			continue
+		}
+		if res.Anomalies > 0 {
+			r.telemetry.casAnomalies.Add(ctx, int64(res.Anomalies))
+		}
+		for _, w := range res.Warnings {
+			r.logger.Warn("CAS scan", zap.String("variant", g.variant), zap.String("warning", w))
+		}
+		if res.HasMetrics {
+			octx := r.obsMetrics.StartMetricsOp(ctx)
+			err = r.metrics.ConsumeMetrics(octx, res.Metrics)
+			r.obsMetrics.EndMetricsOp(octx, dataFormat, res.Metrics.DataPointCount(), err)
+		}
+		if res.HasTraces {
+			octx := r.obsTraces.StartTracesOp(ctx)
+			err = r.traces.ConsumeTraces(octx, res.Traces)
+			r.obsTraces.EndTracesOp(octx, dataFormat, res.Traces.SpanCount(), err)
+		}
+		if err != nil {
+			// A snapshot is superseded by the next scan: no retry.
+			r.logger.Debug("CAS snapshot not accepted", zap.String("variant", g.variant), zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,333 @@
+//! The CAS-store scan call of the C ABI: one call scans the cells of one
+//! store set (typically one variant's obj/pch/pcm/exe cells) and returns one
+//! OTLP request.
+
+use std::path::PathBuf;
+
+use super::buffer::{CtBuffer, CtByteView};
+use super::guard::guard;
+use super::{decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
+use crate::cancel::CancelToken;
+use crate::cas::{self, CasKind, ScanLimits, StoreStats};
+use crate::error::{Error, ErrorCode};
+
+/// `CtCasCell.kind`: an object-file store.
+pub const CT_CAS_KIND_OBJ: u32 = 0;
+/// `CtCasCell.kind`: a precompiled-header store.
+pub const CT_CAS_KIND_PCH: u32 = 1;
+/// `CtCasCell.kind`: a C++ module (pcm) store.
+pub const CT_CAS_KIND_PCM: u32 = 2;
+/// `CtCasCell.kind`: an executable/library store.
+pub const CT_CAS_KIND_EXE: u32 = 3;
+
+/// One cell (one variant's directory of one store kind).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CtCasCell {
+    /// `CT_CAS_KIND_*`.
+    pub kind: u32,
+    pub path: CtByteView,
+    /// Non-zero: configured explicitly, so a missing cell reports zeros
+    /// (ct-cache-report with the flag given); zero: a missing cell is skipped.
+    pub explicit_: u32,
+}
+
+/// One scan. Views and the cell array are borrowed for the call only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CtCasRequest {
+    pub cells: *const CtCasCell,
+    pub cell_count: usize,
+    pub host_name: CtByteView,
+    pub service_name: CtByteView,
+    /// `ct.variant` of the resource; empty: omitted.
+    pub variant: CtByteView,
+    /// User resource attributes as `key\0value\0…`; built-in keys win.
+    pub resource_attributes: CtByteView,
+    /// Time of the data points (or the snapshot span), Unix ns.
+    pub time_unix_nano: u64,
+    /// `CT_FLAG_METRICS_AS_SPANS` to get a `ct.cache.snapshot` span instead of gauges.
+    pub flags: u32,
+    /// Threads per cell scan; 0: the default.
+    pub max_threads: u32,
+}
+
+/// What one scan returns; buffers are empty (null) when unused.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CtCasResult {
+    /// `ExportMetricsServiceRequest` (gauges), unless metrics-as-spans.
+    pub metrics: CtBuffer,
+    /// `ExportTraceServiceRequest` (`ct.cache.snapshot`), with metrics-as-spans.
+    pub traces: CtBuffer,
+    /// Cells that produced numbers.
+    pub cells_scanned: u32,
+    /// Gauge data points (or span attributes) produced.
+    pub points: u64,
+    /// Anomalies met (manifests treated as missing, unreadable dirs, …).
+    pub anomalies: u64,
+    /// Warnings, one per line (UTF-8).
+    pub warnings: CtBuffer,
+    /// The error message when the call returned non-zero (UTF-8).
+    pub error_message: CtBuffer,
+}
+
+impl CtCasResult {
+    fn empty() -> Self {
+        Self {
+            metrics: CtBuffer::empty(),
+            traces: CtBuffer::empty(),
+            cells_scanned: 0,
+            points: 0,
+            anomalies: 0,
+            warnings: CtBuffer::empty(),
+            error_message: CtBuffer::empty(),
+        }
+    }
+}
+
+/// Scans the cells of `req` and returns their gauges (or snapshot span).
+/// A cell that cannot be listed becomes a warning and is left out; the other
+/// cells still report. Returns 0, or a `CtErrorCode` with `out->error_message`.
+/// `out` is always written; release it with `ct_cas_result_free`.
+///
+/// # Safety
+/// `req` and `out` must be valid; `req->cells` must point to `cell_count`
+/// cells; every view must be valid during the call; `cancel` may be null.
+#[no_mangle]
+pub unsafe extern "C" fn ct_scan_cas(
+    req: *const CtCasRequest,
+    cancel: *const CtCancel,
+    out: *mut CtCasResult,
+) -> i32 {
+    if out.is_null() {
+        return ErrorCode::InvalidRequest as i32;
+    }
+    // SAFETY: out is non-null and points to caller memory for a CtCasResult.
+    unsafe { out.write(CtCasResult::empty()) };
+    // SAFETY: as above; the only reference during the call.
+    let out = unsafe { &mut *out };
+    let outcome = guard(|| {
+        // SAFETY: the caller guarantees req is valid or null.
+        let Some(req) = (unsafe { req.as_ref() }) else {
+            return Err((ErrorCode::InvalidRequest, "null request".to_owned()));
+        };
+        let local_token;
+        // SAFETY: the caller guarantees cancel is live or null.
+        let token = match unsafe { cancel.as_ref() } {
+            Some(c) => &c.token,
+            None => {
+                local_token = CancelToken::new();
+                &local_token
+            }
+        };
+        // SAFETY: forwarded to the caller.
+        let scan = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
+        run(&scan, token).map_err(|e| (e.code(), e.to_string()))
+    });
+    match outcome {
+        Ok(Ok(done)) => {
+            out.cells_scanned = done.cells_scanned;
+            out.points = done.points;
+            out.anomalies = done.anomalies;
+            if !done.warnings.is_empty() {
+                out.warnings = CtBuffer::from_string(done.warnings.join("\n"));
+            }
+            if done.as_spans {
+                out.traces = CtBuffer::from_vec(done.bytes);
+            } else {
+                out.metrics = CtBuffer::from_vec(done.bytes);
+            }
+            ErrorCode::Ok as i32
+        }
+        Ok(Err((code, message))) => {
+            out.error_message = CtBuffer::from_string(message);
+            code as i32
+        }
+        Err(panic_message) => {
+            out.error_message = CtBuffer::from_string(panic_message);
+            ErrorCode::Panic as i32
+        }
+    }
+}
+
+/// Frees every buffer of a scan result; safe to call twice.
+///
+/// # Safety
+/// `res` must be null or point to a result filled by `ct_scan_cas`.
+#[no_mangle]
+pub unsafe extern "C" fn ct_cas_result_free(res: *mut CtCasResult) {
+    // SAFETY: the caller guarantees res is valid or null.
+    let Some(res) = (unsafe { res.as_mut() }) else { return };
+    let _ = guard(|| {
+        // SAFETY: every buffer came from CtBuffer::from_vec; release empties it.
+        unsafe {
+            res.metrics.release();
+            res.traces.release();
+            res.warnings.release();
+            res.error_message.release();
+        }
+    });
+}
+
+/// A decoded scan request.
+struct CasScan {
+    cells: Vec<(CasKind, PathBuf, bool)>,
+    resource: Vec<(String, String)>,
+    host_name: String,
+    time_unix_nano: u64,
+    as_spans: bool,
+    limits: ScanLimits,
+}
+
+struct CasDone {
+    bytes: Vec<u8>,
+    as_spans: bool,
+    cells_scanned: u32,
+    points: u64,
+    anomalies: u64,
+    warnings: Vec<String>,
+}
+
+/// # Safety
+/// As `ct_scan_cas`.
+unsafe fn decode(req: &CtCasRequest) -> Result<CasScan, String> {
+    // SAFETY (whole function): forwarded to the caller.
+    let raw_cells = if req.cells.is_null() || req.cell_count == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(req.cells, req.cell_count) }
+    };
+    let mut cells = Vec::with_capacity(raw_cells.len());
+    for (i, c) in raw_cells.iter().enumerate() {
+        let kind = match c.kind {
+            CT_CAS_KIND_OBJ => CasKind::Obj,
+            CT_CAS_KIND_PCH => CasKind::Pch,
+            CT_CAS_KIND_PCM => CasKind::Pcm,
+            CT_CAS_KIND_EXE => CasKind::Exe,
+            other => return Err(format!("cells[{i}]: unknown kind {other}")),
+        };
+        let path = unsafe { c.path.to_path() }.ok_or_else(|| format!("cells[{i}]: empty path"))?;
+        cells.push((kind, path, c.explicit_ != 0));
+    }
+    let host_name = unsafe { req.host_name.to_string_lossy() };
+    let mut service = unsafe { req.service_name.to_string_lossy() };
+    if service.is_empty() {
+        service = "compiletools".to_owned();
+    }
+    let variant = unsafe { req.variant.to_string_lossy() };
+    let user = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
+    let mut limits = ScanLimits::default();
+    if req.max_threads > 0 {
+        limits.max_threads = req.max_threads as usize;
+    }
+    Ok(CasScan {
+        resource: resource(&service, &host_name, &variant, user),
+        cells,
+        host_name,
+        time_unix_nano: req.time_unix_nano,
+        as_spans: req.flags & CT_FLAG_METRICS_AS_SPANS != 0,
+        limits,
+    })
+}
+
+/// The resource of a scan: built-in keys first; user keys that clash lose.
+fn resource(service: &str, host: &str, variant: &str, user: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("service.name".to_owned(), service.to_owned()),
+        ("service.namespace".to_owned(), "compiletools".to_owned()),
+    ];
+    if !host.is_empty() {
+        out.push(("host.name".to_owned(), host.to_owned()));
+    }
+    if !variant.is_empty() {
+        out.push(("ct.variant".to_owned(), variant.to_owned()));
+    }
+    const BUILT_IN: [&str; 4] = ["service.name", "service.namespace", "host.name", "ct.variant"];
+    for (k, v) in user {
+        if !k.is_empty() && !v.is_empty() && !BUILT_IN.contains(&k.as_str()) && !out.iter().any(|(ok, _)| *ok == k)
+        {
+            out.push((k, v));
+        }
+    }
+    out
+}
+
+fn run(scan: &CasScan, cancel: &CancelToken) -> Result<CasDone, Error> {
+    let mut stores: Vec<(CasKind, StoreStats)> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut anomalies = 0u64;
+    for (kind, path, explicit) in &scan.cells {
+        cancel.check()?;
+        match cas::scan_store_with(*kind, path, cancel, scan.limits) {
+            Ok(stats) => {
+                anomalies += stats.anomalies.counters().iter().map(|(_, n)| n).sum::<u64>();
+                for w in &stats.warnings {
+                    warnings.push(format!("{}: {}", w.path.display(), w.detail));
+                }
+                if !stats.exists {
+                    if !*explicit {
+                        continue; // not scanned: no points, as ct-cache-report in default scope
+                    }
+                    warnings.push(format!(
+                        "{}: configured {} store does not exist; reporting zeros",
+                        path.display(),
+                        kind.as_str()
+                    ));
+                }
+                stores.push((*kind, stats));
+            }
+            Err(Error::Cancelled) => return Err(Error::Cancelled),
+            Err(e) => {
+                anomalies += 1;
+                warnings.push(format!("{} store not scanned: {e}", kind.as_str()));
+            }
+        }
+    }
+    let cells_scanned = stores.len() as u32;
+    let points = cells_scanned as u64 * cas::otlp::METRIC_NAMES.len() as u64;
+    let bytes = if scan.as_spans {
+        cas::cas_snapshot_span_request(&stores, &scan.resource, &scan.host_name, scan.time_unix_nano)
+    } else {
+        cas::cas_metrics_request(&stores, &scan.resource, scan.time_unix_nano)
+    };
+    Ok(CasDone { bytes, as_spans: scan.as_spans, cells_scanned, points, anomalies, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_attributes_lose_to_built_ins() {
+        let r = resource(
+            "s",
+            "h",
+            "v",
+            vec![("host.name".into(), "x".into()), ("team".into(), "t".into()), ("".into(), "e".into())],
+        );
+        let keys: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["service.name", "service.namespace", "host.name", "ct.variant", "team"]);
+        assert_eq!(r[2].1, "h");
+    }
+
+    #[test]
+    fn missing_cells_explicit_vs_default() {
+        let dir = std::env::temp_dir().join("ct-ffi-cas-missing-cell-test-does-not-exist");
+        let mk = |explicit| CasScan {
+            cells: vec![(CasKind::Obj, dir.clone(), explicit)],
+            resource: vec![],
+            host_name: "h".into(),
+            time_unix_nano: 1,
+            as_spans: false,
+            limits: ScanLimits::default(),
+        };
+        let token = CancelToken::new();
+        let skipped = run(&mk(false), &token).unwrap();
+        assert_eq!((skipped.cells_scanned, skipped.bytes.len()), (0, 0));
+        let zeros = run(&mk(true), &token).unwrap();
+        assert_eq!(zeros.cells_scanned, 1);
+        assert!(!zeros.bytes.is_empty());
+        assert!(zeros.warnings.iter().any(|w| w.contains("does not exist")));
+    }
+}
