@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pipeline"
 	"go.opentelemetry.io/collector/receiver"
@@ -50,11 +54,19 @@ func (g *buildGenerator) Generate() []receivertest.UniqueIDAttrVal {
 	if err := os.Rename(tmp, dir); err != nil {
 		panic(err)
 	}
-	return []receivertest.UniqueIDAttrVal{receivertest.UniqueIDAttrVal(id)}
+	return []receivertest.UniqueIDAttrVal{receivertest.UniqueIDAttrVal(strconv.FormatInt(5000+i, 10))}
 }
 
-// taggingTraces marks every span with the contract checker's test_id: the
-// build's invocation id, which the receiver puts on the resource.
+// buildTag is the contract checker's test_id of a build: the PID of its
+// invocation id, which both signals carry in service.instance.id
+// (<host>:<pid>); ccache metrics carry the trace id as ct.invocation_id.
+func buildTag(res pcommon.Map) string {
+	v, _ := res.Get("service.instance.id")
+	s := v.Str()
+	return s[strings.LastIndexByte(s, ':')+1:]
+}
+
+// taggingTraces marks every span with the contract checker's test_id.
 type taggingTraces struct{ next consumer.Traces }
 
 func (c taggingTraces) Capabilities() consumer.Capabilities {
@@ -64,24 +76,62 @@ func (c taggingTraces) Capabilities() consumer.Capabilities {
 func (c taggingTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
-		id, _ := rss.At(i).Resource().Attributes().Get("ct.invocation_id")
+		id := buildTag(rss.At(i).Resource().Attributes())
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				spans.At(k).Attributes().PutStr(receivertest.UniqueIDAttrName, id.Str())
+				spans.At(k).Attributes().PutStr(receivertest.UniqueIDAttrName, id)
 			}
 		}
 	}
 	return c.next.ConsumeTraces(ctx, td)
 }
 
-// taggingFactory is the real factory with the tagging consumer in front of
-// the checker's consumer.
+// taggingMetrics marks every data point with the contract checker's test_id.
+type taggingMetrics struct{ next consumer.Metrics }
+
+func (c taggingMetrics) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
+
+func (c taggingMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		id := buildTag(rms.At(i).Resource().Attributes())
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				var dps pmetric.NumberDataPointSlice
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					dps = m.Sum().DataPoints()
+				case pmetric.MetricTypeGauge:
+					dps = m.Gauge().DataPoints()
+				default:
+					continue
+				}
+				for d := 0; d < dps.Len(); d++ {
+					dps.At(d).Attributes().PutStr(receivertest.UniqueIDAttrName, id)
+				}
+			}
+		}
+	}
+	return c.next.ConsumeMetrics(ctx, md)
+}
+
+// taggingFactory is the real factory with the tagging consumers in front of
+// the checker's consumers.
 type taggingFactory struct{ receiver.Factory }
 
 func (f taggingFactory) CreateTraces(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
 	return f.Factory.CreateTraces(ctx, set, cfg, taggingTraces{next: next})
+}
+
+func (f taggingFactory) CreateMetrics(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	return f.Factory.CreateMetrics(ctx, set, cfg, taggingMetrics{next: next})
 }
 
 func TestConsumeContractTraces(t *testing.T) {
@@ -93,6 +143,31 @@ func TestConsumeContractTraces(t *testing.T) {
 		T:             t,
 		Factory:       taggingFactory{NewFactory()},
 		Signal:        pipeline.SignalTraces,
+		Config:        cfg,
+		Generator:     &buildGenerator{parent: parent, data: caseTiming(t)},
+		GenerateCount: 40,
+	})
+}
+
+func TestConsumeContractMetrics(t *testing.T) {
+	parent := t.TempDir()
+	// Every build reads one explicit-path statslog, as with --ccache-statslog=PATH.
+	statslog := filepath.Join(t.TempDir(), "ccache.statslog")
+	data, err := os.ReadFile(filepath.Join(corpusDir(t), "cases", case01, "ccache.statslog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(statslog, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(parent)
+	cfg.PollInterval = 10 * time.Millisecond
+	cfg.MaxBuildsPerPoll = 1000
+	cfg.Capture.Statslogs = []StatslogMapping{{Include: filepath.Join(parent, "*"), Path: statslog}}
+	receivertest.CheckConsumeContract(receivertest.CheckConsumeContractParams{
+		T:             t,
+		Factory:       taggingFactory{NewFactory()},
+		Signal:        pipeline.SignalMetrics,
 		Config:        cfg,
 		Generator:     &buildGenerator{parent: parent, data: caseTiming(t)},
 		GenerateCount: 40,
