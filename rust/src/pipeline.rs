@@ -1,4 +1,16 @@
 //! One invocation directory in, OTLP bytes out.
+//!
+//! Order of work for one build, each step only when a requested output
+//! needs it:
+//! 1. timing.json → the build model (always: every output needs the build's
+//!    times and the trace id needs its `timestamp`);
+//! 2. the statslog the receiver passed (`req.statslog`) — for the trace
+//!    (summary, `H`, per-TU attribution) and for the metrics;
+//! 3. the outcomes log the receiver passed (`req.outcomes`), merged into the
+//!    rules — trace only, since metrics do not depend on rule metadata;
+//! 4. per-TU ccache attribution on top of the merged metadata — trace only;
+//! 5. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans)
+//!    and/or the ccache metrics.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -6,13 +18,43 @@ use std::path::{Path, PathBuf};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::ids;
-use crate::otlp::{build_resource, encode_trace_request, root_attributes, TraceInput};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
+
+use crate::otlp::{
+    build_resource, encode_metrics_request, encode_trace_request_with, root_attributes_with_ccache,
+    snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput, TraceInput, TraceStats,
+};
+use crate::outcomes;
 use crate::request::{BuildOutput, BuildRequest, Summary};
-use crate::timing::{self, aggregates, Clock};
+use crate::statslog::{self, Keep, Statslog};
+use crate::timing::{self, aggregates, Build, Clock};
 use crate::warnings::Warnings;
 
 /// File name of the timing document inside an invocation directory.
 pub const TIMING_FILE: &str = "timing.json";
+
+/// What one request asks to be produced.
+#[derive(Debug, Clone, Copy)]
+struct Wanted {
+    traces: bool,
+    /// ccache metrics as metrics.
+    metrics: bool,
+    /// ccache metrics as the `ct.ccache.snapshot` span of the trace. It is a
+    /// span, so it needs the traces signal, not the metrics one (a pipeline
+    /// that turns metrics into spans usually has no metrics consumer).
+    snapshot: bool,
+}
+
+impl Wanted {
+    fn of(req: &BuildRequest) -> Self {
+        Self {
+            traces: req.signals.traces,
+            metrics: req.signals.metrics && !req.metrics_as_spans,
+            snapshot: req.signals.traces && req.metrics_as_spans,
+        }
+    }
+}
 
 /// Reads the build in `req.invocation_dir` and returns its OTLP requests.
 pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOutput, Error> {
@@ -20,44 +62,170 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     let path = req.invocation_dir.join(TIMING_FILE);
     let mut warnings = Warnings::new();
     let text = timing::load(&path, &req.limits, &mut warnings)?;
-    let build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
+    let mut build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
+    cancel.check()?;
+
+    let wanted = Wanted::of(req);
+    let statslog = load_statslog(req, wanted, &mut warnings);
+    // compiletools emits ccache data only when the statslog yielded at least
+    // one event (spec §3.4, §3.5).
+    let ccache = statslog.as_ref().filter(|log| !log.is_empty());
     cancel.check()?;
 
     let mut output = BuildOutput::default();
-    if req.signals.traces {
-        let clock = Clock::for_build(&build).map_err(|e| Error::Malformed {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        let dir = canonical_dir(&req.invocation_dir);
-        let invocation_id = invocation_id(&dir);
-        let trace_id = ids::trace_id(
-            &req.host_name,
-            &path_bytes(&dir),
-            build.timestamp.as_deref().unwrap_or(""),
-        );
-        // The statslog is not parsed yet: H = 0 until it is.
-        let aggregates = aggregates::compute(&build, None);
-        let input = TraceInput {
-            build: &build,
-            clock: &clock,
-            trace_id,
-            resource: build_resource(req, &build, &invocation_id, &mut warnings),
-            root_attributes: root_attributes(&aggregates, req.limits.max_attribute_len),
-            max_attribute_len: req.limits.max_attribute_len,
-        };
-        let size_hint = text.text.len();
-        let (bytes, stats) = encode_trace_request(input, size_hint, &mut warnings);
-        output.traces = Some(bytes);
-        output.summary.spans = stats.spans;
-        output.summary.unanchored_rules = stats.unanchored_rules;
-        output.summary.dropped_attributes = stats.dropped_attributes;
+    if wanted.traces || (wanted.metrics && ccache.is_some()) {
+        let id = Identity::of(req, &build, &path, &mut warnings)?;
+        if let Some(log) = ccache.filter(|_| wanted.metrics) {
+            let (bytes, points) = encode_metrics(req, log, &id, &mut warnings);
+            output.metrics = Some(bytes);
+            output.summary.metric_points = points;
+        }
+        if wanted.traces {
+            apply_side_files(req, &mut build, ccache, &mut warnings);
+            cancel.check()?;
+            let snapshot = ccache.filter(|_| wanted.snapshot);
+            let (bytes, stats) =
+                encode_trace(req, &build, ccache, snapshot, id, text.text.len(), &mut warnings);
+            output.traces = Some(bytes);
+            output.summary.spans = stats.spans;
+            output.summary.unanchored_rules = stats.unanchored_rules;
+            output.summary.dropped_attributes = stats.dropped_attributes;
+        }
     }
     output.summary = Summary {
         warnings: warnings.into_lines(),
         ..output.summary
     };
     Ok(output)
+}
+
+/// What identifies one build and places it in time, shared by its trace and
+/// its metrics.
+struct Identity {
+    clock: Clock,
+    trace_id: [u8; 16],
+    /// The trace's resource (`ct.invocation_id` = the directory name).
+    resource: Resource,
+    /// Build start and end, Unix ns.
+    start: u64,
+    end: u64,
+}
+
+impl Identity {
+    fn of(req: &BuildRequest, build: &Build, path: &Path, warnings: &mut Warnings) -> Result<Self, Error> {
+        let clock = Clock::for_build(build).map_err(|e| Error::Malformed {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let dir = canonical_dir(&req.invocation_dir);
+        let trace_id = ids::trace_id(
+            &req.host_name,
+            &path_bytes(&dir),
+            build.timestamp.as_deref().unwrap_or(""),
+        );
+        let resource = build_resource(req, build, &invocation_id(&dir), warnings);
+        let (start, end) = clock.root_interval();
+        Ok(Self {
+            clock,
+            trace_id,
+            resource,
+            start: unix_nanos(start),
+            end: unix_nanos(end),
+        })
+    }
+}
+
+/// The ccache metrics: the trace's resource, identified by the trace id.
+fn encode_metrics(
+    req: &BuildRequest,
+    log: &Statslog,
+    id: &Identity,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, u64) {
+    let max_attribute_len = req.limits.max_attribute_len;
+    let input = MetricsInput {
+        statslog: log,
+        resource: with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len),
+        start_unix_nano: id.start,
+        time_unix_nano: id.end,
+        max_attribute_len,
+    };
+    encode_metrics_request(input, warnings)
+}
+
+/// The trace: root attributes from the rules and the statslog, plus the
+/// snapshot span when `snapshot` holds the statslog to report.
+fn encode_trace(
+    req: &BuildRequest,
+    build: &Build,
+    ccache: Option<&Statslog>,
+    snapshot: Option<&Statslog>,
+    id: Identity,
+    size_hint: usize,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, TraceStats) {
+    let max_attribute_len = req.limits.max_attribute_len;
+    let summary = ccache.map(Statslog::summary);
+    let aggregates = aggregates::compute(build, summary.map(|s| s.hits()));
+    let extra: Vec<ScopeSpans> = snapshot
+        .map(|log| {
+            let input = SnapshotInput {
+                statslog: log,
+                trace_id: id.trace_id,
+                parent_span_id: ids::span_id(&id.trace_id, &[]),
+                time_unix_nano: id.end,
+                max_attribute_len,
+            };
+            snapshot_scope_spans(input, warnings)
+        })
+        .into_iter()
+        .collect();
+    let input = TraceInput {
+        build,
+        clock: &id.clock,
+        trace_id: id.trace_id,
+        resource: id.resource,
+        root_attributes: root_attributes_with_ccache(&aggregates, summary, max_attribute_len),
+        max_attribute_len,
+    };
+    encode_trace_request_with(input, &extra, size_hint, warnings)
+}
+
+/// The statslog of the build, if the receiver passed one and an output
+/// needs it; the blocks are kept only for the trace's attribution.
+fn load_statslog(req: &BuildRequest, wanted: Wanted, warnings: &mut Warnings) -> Option<Statslog> {
+    if !(wanted.traces || wanted.metrics) {
+        return None;
+    }
+    let path = req.statslog.as_deref()?;
+    let keep = if wanted.traces {
+        Keep::Blocks
+    } else {
+        Keep::CountsOnly
+    };
+    Some(statslog::load(path, &req.limits, keep, warnings))
+}
+
+/// Brings the rules' metadata to what the trace shows: the outcomes log
+/// merged as compiletools does (with `ct.rule.cache_layer` recomputed), then
+/// the per-TU ccache attribution on top.
+fn apply_side_files(
+    req: &BuildRequest,
+    build: &mut Build,
+    ccache: Option<&Statslog>,
+    warnings: &mut Warnings,
+) {
+    if let Some(path) = req.outcomes.as_deref() {
+        let log = outcomes::load(path, &req.limits, warnings);
+        outcomes::merge(build, &log);
+    }
+    if let Some(log) = ccache {
+        statslog::attribute(build, log);
+    }
+}
+
+fn unix_nanos(t: i64) -> u64 {
+    u64::try_from(t).unwrap_or(0)
 }
 
 /// The invocation directory as the trace id names it: canonical (symlinks

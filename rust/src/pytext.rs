@@ -219,14 +219,20 @@ mod tests {
 
     #[test]
     fn whitespace_is_pythons() {
-        for c in ['\t', '\n', '\x0b', '\x0c', '\r', '\x1c', '\x1d', '\x1e', '\x1f', ' ', '\u{85}', '\u{a0}'] {
+        for c in [
+            '\t', '\n', '\x0b', '\x0c', '\r', '\x1c', '\x1d', '\x1e', '\x1f', ' ', '\u{85}', '\u{a0}',
+        ] {
             assert!(is_python_whitespace(c), "{c:?}");
         }
-        for c in ['\u{1680}', '\u{2000}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}', '\u{3000}'] {
+        for c in [
+            '\u{1680}', '\u{2000}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}', '\u{3000}',
+        ] {
             assert!(is_python_whitespace(c), "{c:?}");
         }
         // Not whitespace for Python, though some are "space-like".
-        for c in ['a', '\0', '\x08', '\x7f', '\u{200b}', '\u{feff}', '\u{180e}', '_', '#'] {
+        for c in [
+            'a', '\0', '\x08', '\x7f', '\u{200b}', '\u{feff}', '\u{180e}', '_', '#',
+        ] {
             assert!(!is_python_whitespace(c), "{c:?}");
         }
         // The difference from Rust that matters.

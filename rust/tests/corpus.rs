@@ -1,20 +1,27 @@
-//! Differential test: every corpus case with a reference trace from
-//! ct-cake's own exporter must give the same trace (common/reference.rs
-//! lists what may differ and why).
+//! Differential test: every corpus case with a reference from ct-cake's own
+//! exporter must give the same trace, ccache attributes and aggregates,
+//! metrics (or metrics-as-spans snapshot), given the case's statslog and
+//! outcomes log. What may differ is the one list in common/intended.rs.
 
 mod common;
 
+use common::intended::{self, Tally, INTENDED_DIFFERENCES};
 use common::reference::{cases_with_reference, check_case};
 
 #[test]
 fn every_corpus_case_matches_its_reference() {
+    println!("intended differences:\n{}", intended::describe());
     let cases = cases_with_reference();
     assert!(!cases.is_empty(), "no corpus case with a reference trace");
     let mut failures = Vec::new();
+    let mut total = Tally::default();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         match check_case(case) {
-            Ok(summary) => println!("PASS {name}: {summary}"),
+            Ok(report) => {
+                println!("PASS {name}: {}\n     intended: {}", report.summary, report.tally);
+                total.merge(&report.tally);
+            }
             Err(diffs) => {
                 println!("FAIL {name}:\n{diffs}");
                 failures.push(name);
@@ -25,12 +32,22 @@ fn every_corpus_case_matches_its_reference() {
         failures.is_empty(),
         "cases differing from their reference: {failures:?}"
     );
+    // A listed difference that no case exercises is stale (or the check
+    // using it is broken).
+    for d in INTENDED_DIFFERENCES.iter().filter(|d| d.in_corpus) {
+        assert!(
+            total.get(d.id) > 0,
+            "intended difference {} never used by the corpus",
+            d.id
+        );
+    }
+    println!("intended differences used over the corpus: {total}");
 }
 
 /// The helper itself must notice each kind of difference it claims to check.
 #[test]
 fn helper_detects_differences() {
-    use common::reference::{compare, decode_ours, load_reference, request_for, Attr};
+    use common::reference::{compare, decode_ours, load_reference, request_for, Attr, Expect};
     use compiletools_core::{process_build, CancelToken};
 
     let case = cases_with_reference()
@@ -38,9 +55,11 @@ fn helper_detects_differences() {
         .find(|c| c.ends_with("01-geom-shake-cold"))
         .expect("case 01");
     let reference = load_reference(&case);
-    let out = process_build(&request_for(&case, &reference), &CancelToken::new()).unwrap();
+    let req = request_for(&case, &reference);
+    let expect = Expect::for_request(&req);
+    let out = process_build(&req, &CancelToken::new()).unwrap();
     let ours = decode_ours(out.traces.as_deref().unwrap());
-    assert_eq!(compare(&reference, &ours, &out.summary), "");
+    assert_eq!(compare(&reference, &ours, &out.summary, &expect), "");
 
     let rule = ours
         .spans
@@ -52,6 +71,7 @@ fn helper_detects_differences() {
         .iter()
         .position(|s| s.name == "phase.target_discovery")
         .unwrap();
+    let root = ours.spans.iter().position(|s| s.parent_id.is_empty()).unwrap();
     type Mutation = Box<dyn Fn(&mut common::reference::Trace)>;
     let mutations: Vec<(&str, Mutation)> = vec![
         ("time", Box::new(move |t| t.spans[rule].start += 60_000)),
@@ -71,8 +91,7 @@ fn helper_detects_differences() {
         (
             "resource",
             Box::new(|t| {
-                t.resource
-                    .insert("ct.backend".into(), Attr::Str("make".into()));
+                t.resource.insert("ct.backend".into(), Attr::Str("make".into()));
             }),
         ),
         (
@@ -81,15 +100,199 @@ fn helper_detects_differences() {
                 t.spans.remove(phase);
             }),
         ),
+        (
+            "root ccache attribute",
+            Box::new(move |t| {
+                t.spans[root]
+                    .attributes
+                    .insert("ct.ccache.misses".into(), Attr::Int(28));
+            }),
+        ),
+        (
+            "root aggregate",
+            Box::new(move |t| {
+                t.spans[root]
+                    .attributes
+                    .insert("ct.build.recompiled_count".into(), Attr::Int(0));
+            }),
+        ),
+        (
+            "missing aggregate warning",
+            Box::new(move |t| {
+                let s = &mut t.spans[root];
+                s.attribute_order.push("ct.build.aggregate_warning".into());
+                s.attributes.insert(
+                    "ct.build.aggregate_warning".into(),
+                    Attr::Str("ccache_overcount".into()),
+                );
+            }),
+        ),
+        (
+            "wrong per-TU outcome",
+            Box::new(move |t| {
+                t.spans[rule]
+                    .attributes
+                    .insert("ct.ccache.outcome".into(), Attr::Str("direct_cache_hit".into()));
+            }),
+        ),
+        (
+            "attribution layer without outcome",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.retain(|k| k != "ct.ccache.outcome");
+                s.attributes.remove("ct.ccache.outcome");
+            }),
+        ),
     ];
     for (what, mutate) in mutations {
         let mut changed = ours.clone();
         mutate(&mut changed);
         assert_ne!(
-            compare(&reference, &changed, &out.summary),
+            compare(&reference, &changed, &out.summary, &expect),
             "",
             "a changed {what} went unnoticed"
         );
+    }
+    // Without the statslog expectation, our attribution is a difference.
+    assert_ne!(compare(&reference, &ours, &out.summary, &Expect::none()), "");
+}
+
+/// The metrics comparison notices what it claims to check.
+#[test]
+fn helper_detects_metric_differences() {
+    use common::ref_metrics::{compare_metrics, decode_ours_metrics, load_reference_metrics, MetricsContext};
+    use common::reference::{decode_ours, load_reference, request_for, Attr};
+    use compiletools_core::{ids, process_build, CancelToken};
+
+    let case = cases_with_reference()
+        .into_iter()
+        .find(|c| c.ends_with("19-geom-cmake-cold"))
+        .expect("case 19");
+    let reference_trace = load_reference(&case);
+    let req = request_for(&case, &reference_trace);
+    let out = process_build(&req, &CancelToken::new()).unwrap();
+    let trace = decode_ours(out.traces.as_deref().unwrap());
+    let root = trace.root().unwrap();
+    let reference = load_reference_metrics(&case.join("reference").join("002-metrics.json"));
+    let ours = decode_ours_metrics(out.metrics.as_deref().unwrap());
+    let our_hex = ids::to_hex(&root.trace_id);
+    let ref_hex = ids::to_hex(&reference_trace.root().unwrap().trace_id);
+    let ctx = MetricsContext {
+        our_trace_id_hex: &our_hex,
+        reference_trace_id_hex: &ref_hex,
+        build_start: root.start,
+        build_end: root.end,
+    };
+    assert_eq!(
+        compare_metrics(&reference, &ours, &ctx, &mut Tally::default()),
+        ""
+    );
+
+    type Mutation = Box<dyn Fn(&mut common::ref_metrics::Metrics)>;
+    let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "point value",
+            Box::new(|m| m.metrics[0].points[1].value = Attr::Int(30)),
+        ),
+        ("point order", Box::new(|m| m.metrics[0].points.swap(0, 1))),
+        ("description", Box::new(|m| m.metrics[1].description.push('!'))),
+        (
+            "temporality",
+            Box::new(|m| m.metrics[0].temporality = "AGGREGATION_TEMPORALITY_DELTA".into()),
+        ),
+        ("monotonicity", Box::new(|m| m.metrics[0].monotonic = false)),
+        ("type", Box::new(|m| m.metrics[2].kind = "sum".into())),
+        (
+            "gauge value",
+            Box::new(|m| m.metrics[1].points[0].value = Attr::Double(0.5)),
+        ),
+        ("start time", Box::new(|m| m.metrics[0].points[0].start += 1)),
+        ("gauge start", Box::new(|m| m.metrics[1].points[0].start = 1)),
+        ("time", Box::new(|m| m.metrics[2].points[0].time -= 1)),
+        ("scope", Box::new(|m| m.scope_name = "compiletools".into())),
+        (
+            "invocation id",
+            Box::new(|m| {
+                m.resource
+                    .insert("ct.invocation_id".into(), Attr::Str("20261130T034340-1".into()));
+            }),
+        ),
+        (
+            "resource",
+            Box::new(|m| {
+                m.resource.insert("ct.variant".into(), Attr::Str("x".into()));
+            }),
+        ),
+        ("missing metric", Box::new(|m| drop(m.metrics.pop()))),
+    ];
+    for (what, mutate) in mutations {
+        let mut changed = ours.clone();
+        mutate(&mut changed);
+        assert_ne!(
+            compare_metrics(&reference, &changed, &ctx, &mut Tally::default()),
+            "",
+            "a changed {what} went unnoticed"
+        );
+    }
+}
+
+/// The snapshot comparison notices what it claims to check.
+#[test]
+fn helper_detects_snapshot_differences() {
+    use common::reference::{check_snapshot, decode_ours, load_reference, request_for, Attr, Trace};
+    use compiletools_core::{process_build, CancelToken};
+
+    let case = cases_with_reference()
+        .into_iter()
+        .find(|c| c.ends_with("07-geom-shake-metrics-as-spans"))
+        .expect("case 07");
+    let reference = load_reference(&case);
+    let req = request_for(&case, &reference);
+    assert!(req.metrics_as_spans);
+    let out = process_build(&req, &CancelToken::new()).unwrap();
+    let ours = decode_ours(out.traces.as_deref().unwrap());
+    let dir = case.join("reference");
+    let check = |t: &Trace| {
+        let mut d = String::new();
+        check_snapshot(&dir, &reference, t, &mut Tally::default(), &mut d);
+        d
+    };
+    assert_eq!(check(&ours), "");
+
+    type Mutation = Box<dyn Fn(&mut Trace)>;
+    let mutations: Vec<(&str, Mutation)> = vec![
+        (
+            "attribute value",
+            Box::new(|t| {
+                t.extra[0]
+                    .span
+                    .attributes
+                    .insert("ct.ccache.events.direct_cache_hit".into(), Attr::Int(28));
+            }),
+        ),
+        (
+            "attribute order",
+            Box::new(|t| t.extra[0].span.attribute_order.swap(0, 1)),
+        ),
+        ("parent", Box::new(|t| t.extra[0].span.parent_id = vec![1; 8])),
+        ("time", Box::new(|t| t.extra[0].span.start -= 1)),
+        (
+            "scope",
+            Box::new(|t| t.extra[0].scope_name = "compiletools".into()),
+        ),
+        ("name", Box::new(|t| t.extra[0].span.name.push('s'))),
+        ("missing", Box::new(|t| t.extra.clear())),
+        (
+            "resource",
+            Box::new(|t| {
+                t.resource.insert("ct.variant".into(), Attr::Str("x".into()));
+            }),
+        ),
+    ];
+    for (what, mutate) in mutations {
+        let mut changed = ours.clone();
+        mutate(&mut changed);
+        assert_ne!(check(&changed), "", "a changed snapshot {what} went unnoticed");
     }
 }
 
@@ -97,7 +300,7 @@ fn helper_detects_differences() {
 /// window ±1 s, which we skip as unanchored (DESIGN §2 fix 3).
 #[test]
 fn helper_tolerates_only_documented_unanchored_rules() {
-    use common::reference::{compare, decode_ours, load_reference, request_for};
+    use common::reference::{compare, compare_tallied, decode_ours, load_reference, request_for, Expect};
     use compiletools_core::{process_build, CancelToken};
 
     let case = cases_with_reference()
@@ -105,7 +308,9 @@ fn helper_tolerates_only_documented_unanchored_rules() {
         .find(|c| c.ends_with("16-geom-make-cold-native-flock"))
         .expect("case 16");
     let reference = load_reference(&case);
-    let out = process_build(&request_for(&case, &reference), &CancelToken::new()).unwrap();
+    let req = request_for(&case, &reference);
+    let expect = Expect::for_request(&req);
+    let out = process_build(&req, &CancelToken::new()).unwrap();
     let ours = decode_ours(out.traces.as_deref().unwrap());
 
     let root_end = reference
@@ -128,11 +333,16 @@ fn helper_tolerates_only_documented_unanchored_rules() {
     let mut summary = out.summary.clone();
     summary.spans -= 1;
     summary.unanchored_rules = 1;
-    assert_eq!(compare(&shifted, &fewer, &summary), "");
+    let mut tally = Tally::default();
+    assert_eq!(
+        compare_tallied(&shifted, &fewer, &summary, &expect, &mut tally),
+        ""
+    );
+    assert_eq!(tally.get(intended::UNANCHORED), 1);
     // Not counted as unanchored by us: a difference.
     summary.unanchored_rules = 0;
-    assert_ne!(compare(&shifted, &fewer, &summary), "");
+    assert_ne!(compare(&shifted, &fewer, &summary, &expect), "");
     // A missing rule that is inside the window: a difference.
     summary.unanchored_rules = 1;
-    assert_ne!(compare(&reference, &fewer, &summary), "");
+    assert_ne!(compare(&reference, &fewer, &summary, &expect), "");
 }

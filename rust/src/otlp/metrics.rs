@@ -165,7 +165,9 @@ mod tests {
 
     #[test]
     fn shape_of_the_request() {
-        let log = parse(b"# \ncalled_for_preprocessing\n# /a.cpp\ncache_miss\n# /b.cpp\ndirect_cache_hit\ncache_miss\n");
+        let log = parse(
+            b"# \ncalled_for_preprocessing\n# /a.cpp\ncache_miss\n# /b.cpp\ndirect_cache_hit\ncache_miss\n",
+        );
         let mut w = Warnings::new();
         let (req, points) = build_metrics_request(input(&log, 100), &mut w);
         assert_eq!(points, 5);
@@ -178,7 +180,10 @@ mod tests {
             panic!("events is a sum")
         };
         assert!(sum.is_monotonic);
-        assert_eq!(sum.aggregation_temporality, AggregationTemporality::Cumulative as i32);
+        assert_eq!(
+            sum.aggregation_temporality,
+            AggregationTemporality::Cumulative as i32
+        );
         let got: Vec<(String, Option<Value>, u64, u64)> = sum
             .data_points
             .iter()
@@ -195,7 +200,12 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("called_for_preprocessing".to_owned(), Some(Value::AsInt(1)), 10, 20),
+                (
+                    "called_for_preprocessing".to_owned(),
+                    Some(Value::AsInt(1)),
+                    10,
+                    20
+                ),
                 ("cache_miss".to_owned(), Some(Value::AsInt(2)), 10, 20),
                 ("direct_cache_hit".to_owned(), Some(Value::AsInt(1)), 10, 20),
             ]
@@ -204,7 +214,13 @@ mod tests {
             panic!("hit rate is a gauge")
         };
         assert_eq!(g.data_points[0].value, Some(Value::AsDouble(1.0 / 3.0)));
-        assert_eq!((g.data_points[0].start_time_unix_nano, g.data_points[0].time_unix_nano), (0, 20));
+        assert_eq!(
+            (
+                g.data_points[0].start_time_unix_nano,
+                g.data_points[0].time_unix_nano
+            ),
+            (0, 20)
+        );
         assert!(g.data_points[0].attributes.is_empty());
     }
 

@@ -97,8 +97,15 @@ mod tests {
             ccache_overcount: false,
         };
         let keys = |a: &[KeyValue]| a.iter().map(|kv| kv.key.clone()).collect::<Vec<_>>();
-        assert_eq!(keys(&root_attributes_with_ccache(&agg, None, 100)), keys(&root_attributes(&agg, 100)));
-        let all = keys(&root_attributes_with_ccache(&agg, Some(&CcacheSummary::default()), 100));
+        assert_eq!(
+            keys(&root_attributes_with_ccache(&agg, None, 100)),
+            keys(&root_attributes(&agg, 100))
+        );
+        let all = keys(&root_attributes_with_ccache(
+            &agg,
+            Some(&CcacheSummary::default()),
+            100,
+        ));
         assert_eq!(
             all,
             [

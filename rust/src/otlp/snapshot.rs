@@ -56,7 +56,10 @@ pub fn snapshot_scope_spans(input: SnapshotInput, warnings: &mut Warnings) -> Sc
             Value::IntValue(saturating_i64(e.count)),
         ));
     }
-    attributes.push(kv("ct.ccache.hit_rate".to_owned(), Value::DoubleValue(summary.hit_rate())));
+    attributes.push(kv(
+        "ct.ccache.hit_rate".to_owned(),
+        Value::DoubleValue(summary.hit_rate()),
+    ));
     attributes.push(kv(
         "ct.ccache.remote_hit_rate".to_owned(),
         Value::DoubleValue(summary.remote_hit_rate()),

@@ -66,7 +66,11 @@ mod tests {
     use crate::outcomes::parse;
     use crate::timing::Event;
 
-    fn rule(rule_type: &'static str, target: &'static str, metadata: Vec<(&'static str, MetaValue<'static>)>) -> Event<'static> {
+    fn rule(
+        rule_type: &'static str,
+        target: &'static str,
+        metadata: Vec<(&'static str, MetaValue<'static>)>,
+    ) -> Event<'static> {
         Event {
             rule_type: Some(Cow::Borrowed(rule_type)),
             target: Cow::Borrowed(target),

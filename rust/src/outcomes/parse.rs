@@ -156,7 +156,11 @@ mod tests {
     #[test]
     fn huge_integers() {
         let o = parse(b"a\tobj\t99999999999999999999999\t0\nb\tobj\t1\t99999999999999999999999\n");
-        assert_eq!(o.get("a"), Some(&outcome(true, 0, Some("obj"))), "a huge hit is just true");
+        assert_eq!(
+            o.get("a"),
+            Some(&outcome(true, 0, Some("obj"))),
+            "a huge hit is just true"
+        );
         assert_eq!(o.get("b"), None, "bytes_reused must fit an int attribute");
         assert_eq!(o.skipped_lines(), 1);
     }

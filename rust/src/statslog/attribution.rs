@@ -72,7 +72,10 @@ mod tests {
             source: Cow::Borrowed(source),
             metadata: vec![
                 (Cow::Borrowed("cas.hit"), MetaValue::Bool(cas_hit)),
-                (Cow::Borrowed(CACHE_LAYER_KEY), MetaValue::Str(Cow::Borrowed(if cas_hit { "cas" } else { "other" }))),
+                (
+                    Cow::Borrowed(CACHE_LAYER_KEY),
+                    MetaValue::Str(Cow::Borrowed(if cas_hit { "cas" } else { "other" })),
+                ),
             ],
             ..Default::default()
         }
@@ -110,7 +113,8 @@ mod tests {
               # /s/c.cpp\ncache_miss\n# /s/e.cpp\ndirect_cache_miss\ncompile_failed\n",
         );
         assert_eq!(attribute(&mut build, &log), 2);
-        let got: Vec<(String, Option<String>)> = build.children[0].children.iter().map(layer_and_outcome).collect();
+        let got: Vec<(String, Option<String>)> =
+            build.children[0].children.iter().map(layer_and_outcome).collect();
         let want = [
             ("ccache", Some("direct_cache_hit")),
             ("compiled", Some("cache_miss")),
@@ -120,11 +124,17 @@ mod tests {
             ("other", None), // empty source never matches the probe block
             ("other", None), // not a compile rule
         ];
-        let want: Vec<(String, Option<String>)> =
-            want.iter().map(|(l, o)| (l.to_string(), o.map(str::to_owned))).collect();
+        let want: Vec<(String, Option<String>)> = want
+            .iter()
+            .map(|(l, o)| (l.to_string(), o.map(str::to_owned)))
+            .collect();
         assert_eq!(got, want);
         // The outcome follows the layer, appended after the existing keys.
-        let keys: Vec<&str> = build.children[0].children[0].metadata.iter().map(|(k, _)| k.as_ref()).collect();
+        let keys: Vec<&str> = build.children[0].children[0]
+            .metadata
+            .iter()
+            .map(|(k, _)| k.as_ref())
+            .collect();
         assert_eq!(keys, ["cas.hit", CACHE_LAYER_KEY, OUTCOME_KEY]);
     }
 

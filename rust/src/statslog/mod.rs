@@ -1,7 +1,7 @@
 //! ccache statslogs (spec §4): what ccache appended for each compiler
 //! invocation of a build, read with compiletools' exact rules.
 //!
-//! [`parse`] counts events and keeps the `# <source>` blocks ([`parse`]);
+//! [`parse`](mod@parse) counts events and keeps the `# <source>` blocks;
 //! [`summary`] derives the root span's `ct.ccache.*` numbers and the `H` of
 //! the `ct.build.*` aggregates; [`attribution`] marks compile rules with
 //! the outcome of their own translation unit (DESIGN §2, last paragraph).

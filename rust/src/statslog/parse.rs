@@ -99,10 +99,7 @@ impl Statslog {
 
     /// The count of one event name (0 if absent); a linear scan.
     pub fn count(&self, name: &str) -> u64 {
-        self.events
-            .iter()
-            .find(|e| e.name == name)
-            .map_or(0, |e| e.count)
+        self.events.iter().find(|e| e.name == name).map_or(0, |e| e.count)
     }
 
     /// Blocks in file order (empty when parsed with [`parse_counts`]).
@@ -254,7 +251,10 @@ mod tests {
     fn python_whitespace_is_stripped_and_rejected() {
         // \x1c–\x1f and NBSP are Python whitespace: stripped at the ends,
         // and a line still holding one inside is skipped.
-        let log = parse("\x1ccache_miss\x1f\n\u{a0}cache_miss \ncache\x1dmiss\ncache miss\ncache\u{3000}miss\n\t\n".as_bytes());
+        let log = parse(
+            "\x1ccache_miss\x1f\n\u{a0}cache_miss \ncache\x1dmiss\ncache miss\ncache\u{3000}miss\n\t\n"
+                .as_bytes(),
+        );
         assert_eq!(counts(&log), [("cache_miss", 2)]);
         // Not whitespace for Python: kept in the name.
         let log = parse("cache_miss\u{200b}\n".as_bytes());

@@ -117,7 +117,10 @@ mod tests {
     #[test]
     fn undefined_rates_are_zero() {
         let s = parse(b"called_for_preprocessing\n").summary().to_owned();
-        assert_eq!((s.cacheable_calls(), s.hit_rate(), s.remote_hit_rate()), (0, 0.0, 0.0));
+        assert_eq!(
+            (s.cacheable_calls(), s.hit_rate(), s.remote_hit_rate()),
+            (0, 0.0, 0.0)
+        );
         // Case 19's numbers: 25 hits, 31 misses.
         let s = CcacheSummary {
             direct_hits: 25,

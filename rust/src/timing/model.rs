@@ -235,7 +235,10 @@ mod tests {
         let mut b = Build {
             children: vec![
                 rule("top", vec![]),
-                phase(vec![rule("r", vec![rule("child", vec![])]), phase(vec![rule("sub", vec![])])]),
+                phase(vec![
+                    rule("r", vec![rule("child", vec![])]),
+                    phase(vec![rule("sub", vec![])]),
+                ]),
             ],
             ..Default::default()
         };

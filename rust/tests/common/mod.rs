@@ -3,4 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 pub mod fixture;
+pub mod intended;
+pub mod oracle;
+pub mod ref_metrics;
 pub mod reference;

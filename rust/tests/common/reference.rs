@@ -1,33 +1,50 @@
-//! Differential check of our trace against what ct-cake's own exporter sent
-//! for the same build (corpus `cases/*/reference/001-traces.json`, proto3
-//! JSON: base64 ids, 64-bit integers as strings).
+//! Differential check of our output against what ct-cake's own exporter
+//! sent for the same build (corpus `cases/*/reference/`, proto3 JSON: base64
+//! ids, 64-bit integers as strings), given the case's side files: its
+//! `ccache.statslog` and, in cases 14 and 17, its `rule_outcomes.log`.
 //!
-//! What must agree: the multiset of span names; spans matched by
-//! (name, `ct.target`) with the same parent; the same span attributes; the
-//! same resource attributes; start/end within [`TIME_TOLERANCE_NS`]; scope,
-//! kind and flags. What may differ is listed in exactly two places:
-//! [`PendingStatslog`] (data the core does not read yet) and
-//! [`is_intended_difference`] (DESIGN §2 fixes), plus the resource keys in
-//! [`IGNORED_RESOURCE_KEYS`] that depend on the recording machine.
+//! What must agree:
+//! * trace (`001-traces.json`): the multiset of span names; spans matched by
+//!   (name, `ct.target`) with the same parent; the same span attributes in
+//!   the same order — for the root that is the twelve `ct.ccache.*` keys and
+//!   every `ct.build.*` key, exactly; the same resource; start/end within
+//!   [`TIME_TOLERANCE_NS`]; scope, kind and flags;
+//! * metrics (`002-metrics.json`, see [`super::ref_metrics`]): metric names,
+//!   types, temporality, monotonicity, descriptions, units, data point
+//!   attributes and values in order, the resource;
+//! * metrics-as-spans (case 07's `002-traces.json`): the snapshot span's
+//!   name, scope, kind, flags and attributes.
+//!
+//! What may differ is listed in ONE place, [`super::intended`]
+//! (`INTENDED_DIFFERENCES`, the DESIGN §2 fixes plus what the test setup
+//! cannot reproduce); every use of an entry is counted in a [`Tally`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
-use compiletools_core::{process_build, BuildRequest, CancelToken, Summary};
+use compiletools_core::{ids, process_build, BuildRequest, CancelToken, Summary};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as PValue;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use prost::Message;
 use serde_json::Value as Json;
 
+use super::intended;
+pub use super::intended::Tally;
+use super::oracle::{layer_of, PerTu};
+use super::ref_metrics::{
+    compare_metrics, decode_ours_metrics, is_repeat, load_reference_metrics, point_count, MetricsContext,
+};
+
 /// ct-cake anchors at the build start, we at its end (spec §2.8: 5.6 µs
 /// apart in the verified run), and quantises to 256 ns.
 pub const TIME_TOLERANCE_NS: i64 = 50_000;
 
-/// Resource keys not compared: the SDK's own, and `git.commit.sha`, which
+/// Resource keys not compared (intended difference
+/// `uncompared-resource-keys`): the SDK's own, and `git.commit.sha`, which
 /// the receiver reads from the source tree (the test passes none).
 pub const IGNORED_RESOURCE_KEYS: &[&str] = &[
     "telemetry.sdk.language",
@@ -36,49 +53,43 @@ pub const IGNORED_RESOURCE_KEYS: &[&str] = &[
     "git.commit.sha",
 ];
 
-/// Root attributes that need the ccache statslog, which the core does not
-/// parse yet. THE one place to shrink when the statslog lands:
-/// * `ct.ccache.*` — the statslog summary, never comparable yet;
-/// * the `ct.build.*` values derived from H (ccache hits) — comparable only
-///   when the reference's H is 0, since we compute with H = 0.
-///
-/// `ct.build.cas_avoided_count` never depends on the statslog and is always
-/// compared.
-pub struct PendingStatslog {
-    reference_h: i64,
-}
+/// Scope of the build's spans, and of the ccache snapshot span.
+const SCOPE: &str = "compiletools";
+const CCACHE_SCOPE: &str = "compiletools.ccache";
 
-impl PendingStatslog {
-    const H_DERIVED: [&'static str; 4] = [
-        "ct.build.ccache_avoided_count",
-        "ct.build.recompiled_count",
-        "ct.build.compile_avoided_rate",
-        "ct.build.aggregate_warning",
-    ];
-
-    fn for_reference_root(root: &RefSpan) -> Self {
-        let reference_h = match root.attributes.get("ct.build.ccache_avoided_count") {
-            Some(Attr::Int(h)) => *h,
-            _ => 0,
-        };
-        Self { reference_h }
-    }
-
-    pub fn is_pending(&self, key: &str) -> bool {
-        key.starts_with("ct.ccache.") || (self.reference_h != 0 && Self::H_DERIVED.contains(&key))
-    }
-}
-
-/// DESIGN §2 fix 3: a rule outside [root start − 1 s, root end + 1 s] is
-/// unanchored and skipped by us, while ct-cake exports it (it skips only a
-/// 0.0 start, which it never exports either). Such a reference span may be
-/// missing from ours; the count must equal our `unanchored_rules`. (Fix 1,
-/// ct-cake losing spans above ~2k, would make ours a superset; no corpus
-/// case is that large, so it is not tolerated here.)
-fn is_intended_difference(span: &RefSpan, root: &RefSpan) -> bool {
+/// Intended difference `unanchored-rules` (DESIGN §2 fix 3): a rule
+/// outside [root start − 1 s, root end + 1 s] is unanchored and skipped by
+/// us, while ct-cake exports it (it skips only a 0.0 start, which it never
+/// exports either). Such a reference span may be missing from ours; the
+/// count must equal our `unanchored_rules`. (Fix 1, ct-cake losing spans
+/// above ~2k, would make ours a superset; no corpus case is that large, so
+/// it is not tolerated here.)
+fn is_unanchored_in_reference(span: &RefSpan, root: &RefSpan) -> bool {
     let lo = root.start - 1_000_000_000;
     let hi = root.end + 1_000_000_000;
     span.attributes.contains_key("ct.rule_type") && !(lo <= span.start && span.end <= hi)
+}
+
+/// What the case's side files say our trace must contain beyond the
+/// reference: the per-TU attribution (intended difference
+/// `per-tu-ccache-attribution`), from an independent reading of the
+/// statslog the request passed.
+#[derive(Debug, Clone, Default)]
+pub struct Expect {
+    pub per_tu: PerTu,
+}
+
+impl Expect {
+    /// Nothing beyond the reference (no statslog).
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    pub fn for_request(req: &BuildRequest) -> Self {
+        Self {
+            per_tu: req.statslog.as_deref().map(PerTu::from_file).unwrap_or_default(),
+        }
+    }
 }
 
 /// A comparable attribute value.
@@ -117,13 +128,29 @@ impl RefSpan {
     }
 }
 
-/// A decoded trace request.
+/// A span of a further `ScopeSpans` (our ccache snapshot).
+#[derive(Debug, Clone)]
+pub struct ScopedSpan {
+    pub scope_name: String,
+    pub scope_version: String,
+    pub span: RefSpan,
+}
+
+/// A decoded trace request: the spans of its first `ScopeSpans`, and those
+/// of any further one in `extra`.
 #[derive(Debug, Clone)]
 pub struct Trace {
     pub resource: BTreeMap<String, Attr>,
     pub scope_name: String,
     pub scope_version: String,
     pub spans: Vec<RefSpan>,
+    pub extra: Vec<ScopedSpan>,
+}
+
+impl Trace {
+    pub fn root(&self) -> Option<&RefSpan> {
+        self.spans.iter().find(|s| s.parent_id.is_empty())
+    }
 }
 
 // ------------------------------------------------------------- corpus paths
@@ -143,8 +170,8 @@ pub fn corpus_dir() -> PathBuf {
 /// Every case directory that has `reference/001-traces.json`, sorted.
 pub fn cases_with_reference() -> Vec<PathBuf> {
     let cases = corpus_dir().join("cases");
-    let entries = fs::read_dir(&cases)
-        .unwrap_or_else(|e| panic!("corpus not found at {}: {e}", cases.display()));
+    let entries =
+        fs::read_dir(&cases).unwrap_or_else(|e| panic!("corpus not found at {}: {e}", cases.display()));
     let mut out: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("reference").join("001-traces.json").is_file())
@@ -161,20 +188,20 @@ pub fn invocation_dir(case: &Path) -> PathBuf {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("timing.json").is_file())
         .collect();
-    assert_eq!(
-        dirs.len(),
-        1,
-        "{}: expected one invocation dir",
-        diag.display()
-    );
+    assert_eq!(dirs.len(), 1, "{}: expected one invocation dir", diag.display());
     dirs.remove(0)
 }
 
 // ------------------------------------------------------------ the reference
 
+/// The build's trace as ct-cake sent it.
 pub fn load_reference(case: &Path) -> Trace {
-    let path = case.join("reference").join("001-traces.json");
-    let doc: Json = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    load_trace_json(&case.join("reference").join("001-traces.json"))
+}
+
+/// A proto3-JSON trace request with one resource and one scope.
+pub fn load_trace_json(path: &Path) -> Trace {
+    let doc: Json = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
     let rs = &doc["resourceSpans"];
     assert_eq!(
         rs.as_array().map(Vec::len),
@@ -195,23 +222,19 @@ pub fn load_reference(case: &Path) -> Trace {
         resource: json_attrs(&rs["resource"]["attributes"]).0,
         scope_name: ss["scope"]["name"].as_str().unwrap_or("").to_owned(),
         scope_version: ss["scope"]["version"].as_str().unwrap_or("").to_owned(),
-        spans: ss["spans"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(json_span)
-            .collect(),
+        spans: ss["spans"].as_array().unwrap().iter().map(json_span).collect(),
+        extra: Vec::new(),
     }
 }
 
-fn b64(v: &Json) -> Vec<u8> {
+pub fn b64(v: &Json) -> Vec<u8> {
     match v.as_str() {
         Some(s) => base64::engine::general_purpose::STANDARD.decode(s).unwrap(),
         None => Vec::new(),
     }
 }
 
-fn json_u64(v: &Json) -> i64 {
+pub fn json_u64(v: &Json) -> i64 {
     match v {
         Json::String(s) => s.parse().unwrap(),
         Json::Number(n) => n.as_i64().unwrap(),
@@ -219,17 +242,14 @@ fn json_u64(v: &Json) -> i64 {
     }
 }
 
-fn json_span(s: &Json) -> RefSpan {
+pub fn json_span(s: &Json) -> RefSpan {
     let (attributes, attribute_order) = json_attrs(&s["attributes"]);
     RefSpan {
         span_id: b64(&s["spanId"]),
         parent_id: b64(&s["parentSpanId"]),
         trace_id: b64(&s["traceId"]),
         name: s["name"].as_str().unwrap().to_owned(),
-        kind: s["kind"]
-            .as_str()
-            .unwrap_or("SPAN_KIND_UNSPECIFIED")
-            .to_owned(),
+        kind: s["kind"].as_str().unwrap_or("SPAN_KIND_UNSPECIFIED").to_owned(),
         flags: s["flags"].as_u64().unwrap_or(0),
         start: json_u64(&s["startTimeUnixNano"]),
         end: json_u64(&s["endTimeUnixNano"]),
@@ -238,7 +258,7 @@ fn json_span(s: &Json) -> RefSpan {
     }
 }
 
-fn json_attrs(v: &Json) -> (BTreeMap<String, Attr>, Vec<String>) {
+pub fn json_attrs(v: &Json) -> (BTreeMap<String, Attr>, Vec<String>) {
     let mut map = BTreeMap::new();
     let mut order = Vec::new();
     for kv in v.as_array().map(Vec::as_slice).unwrap_or(&[]) {
@@ -249,7 +269,7 @@ fn json_attrs(v: &Json) -> (BTreeMap<String, Attr>, Vec<String>) {
     (map, order)
 }
 
-fn json_value(v: &Json) -> Attr {
+pub fn json_value(v: &Json) -> Attr {
     let obj = v.as_object().unwrap();
     let (kind, x) = obj.iter().next().unwrap();
     match kind.as_str() {
@@ -276,38 +296,48 @@ pub fn decode_ours(bytes: &[u8]) -> Trace {
     let req = ExportTraceServiceRequest::decode(bytes).expect("our bytes decode");
     assert_eq!(req.resource_spans.len(), 1, "one ResourceSpans");
     let rs = &req.resource_spans[0];
-    assert_eq!(rs.scope_spans.len(), 1, "one ScopeSpans");
+    assert!(!rs.scope_spans.is_empty(), "a ScopeSpans");
     let ss = &rs.scope_spans[0];
     let scope = ss.scope.clone().unwrap_or_default();
+    let mut extra = Vec::new();
+    for ss in &rs.scope_spans[1..] {
+        let scope = ss.scope.clone().unwrap_or_default();
+        for span in &ss.spans {
+            extra.push(ScopedSpan {
+                scope_name: scope.name.clone(),
+                scope_version: scope.version.clone(),
+                span: proto_span(span),
+            });
+        }
+    }
     Trace {
         resource: proto_attrs(&rs.resource.clone().unwrap_or_default().attributes).0,
         scope_name: scope.name,
         scope_version: scope.version,
-        spans: ss
-            .spans
-            .iter()
-            .map(|s| {
-                let (attributes, attribute_order) = proto_attrs(&s.attributes);
-                RefSpan {
-                    span_id: s.span_id.clone(),
-                    parent_id: s.parent_span_id.clone(),
-                    trace_id: s.trace_id.clone(),
-                    name: s.name.clone(),
-                    kind: opentelemetry_proto::tonic::trace::v1::span::SpanKind::try_from(s.kind)
-                        .map(|k| k.as_str_name().to_owned())
-                        .unwrap_or_default(),
-                    flags: u64::from(s.flags),
-                    start: s.start_time_unix_nano as i64,
-                    end: s.end_time_unix_nano as i64,
-                    attributes,
-                    attribute_order,
-                }
-            })
-            .collect(),
+        spans: ss.spans.iter().map(proto_span).collect(),
+        extra,
     }
 }
 
-fn proto_attrs(kvs: &[KeyValue]) -> (BTreeMap<String, Attr>, Vec<String>) {
+fn proto_span(s: &opentelemetry_proto::tonic::trace::v1::Span) -> RefSpan {
+    let (attributes, attribute_order) = proto_attrs(&s.attributes);
+    RefSpan {
+        span_id: s.span_id.clone(),
+        parent_id: s.parent_span_id.clone(),
+        trace_id: s.trace_id.clone(),
+        name: s.name.clone(),
+        kind: opentelemetry_proto::tonic::trace::v1::span::SpanKind::try_from(s.kind)
+            .map(|k| k.as_str_name().to_owned())
+            .unwrap_or_default(),
+        flags: u64::from(s.flags),
+        start: s.start_time_unix_nano as i64,
+        end: s.end_time_unix_nano as i64,
+        attributes,
+        attribute_order,
+    }
+}
+
+pub fn proto_attrs(kvs: &[KeyValue]) -> (BTreeMap<String, Attr>, Vec<String>) {
     let mut map = BTreeMap::new();
     let mut order = Vec::new();
     for kv in kvs {
@@ -321,7 +351,7 @@ fn proto_attrs(kvs: &[KeyValue]) -> (BTreeMap<String, Attr>, Vec<String>) {
     (map, order)
 }
 
-fn proto_value(v: &AnyValue) -> Attr {
+pub fn proto_value(v: &AnyValue) -> Attr {
     match v.value.as_ref().expect("value set") {
         PValue::StringValue(s) => Attr::Str(s.clone()),
         PValue::IntValue(i) => Attr::Int(*i),
@@ -334,18 +364,28 @@ fn proto_value(v: &AnyValue) -> Attr {
 
 // ------------------------------------------------------------- the request
 
-/// The request that reproduces the reference: its host name, and the
-/// service name / resource attributes the case passed on the command line.
+/// The request that reproduces the reference: its host name, the service
+/// name / resource attributes the case passed on the command line, the
+/// case's side files (its `ccache.statslog`; the `rule_outcomes.log`
+/// captured beside timing.json, cases 14 and 17) and
+/// `--otel-metrics-as-spans`.
 pub fn request_for(case: &Path, reference: &Trace) -> BuildRequest {
     let host = match reference.resource.get("host.name") {
         Some(Attr::Str(h)) => h.clone(),
         _ => panic!("reference has no host.name"),
     };
-    let mut req = BuildRequest::new(invocation_dir(case), host);
+    let dir = invocation_dir(case);
+    let mut req = BuildRequest::new(&dir, host);
+    let statslog = case.join("ccache.statslog");
+    req.statslog = statslog.is_file().then_some(statslog);
+    let outcomes = dir.join("rule_outcomes.log");
+    req.outcomes = outcomes.is_file().then_some(outcomes);
     let meta: Json = serde_json::from_slice(&fs::read(case.join("case.json")).unwrap()).unwrap();
     for arg in meta["argv"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
         let arg = arg.as_str().unwrap_or("");
-        if let Some(name) = arg.strip_prefix("--otel-service-name=") {
+        if arg == "--otel-metrics-as-spans" {
+            req.metrics_as_spans = true;
+        } else if let Some(name) = arg.strip_prefix("--otel-service-name=") {
             req.service_name = name.to_owned();
         } else if let Some(list) = arg.strip_prefix("--otel-resource-attr=") {
             // spec §3.1: comma lists, trimmed, pieces without '=' or with an
@@ -364,34 +404,232 @@ pub fn request_for(case: &Path, reference: &Trace) -> BuildRequest {
 
 // -------------------------------------------------------------- comparison
 
-/// Runs the core on a case and compares with its reference. `Ok` carries a
-/// one-line summary, `Err` every difference found.
-pub fn check_case(case: &Path) -> Result<String, String> {
+/// The outcome of one case: a summary line and the intended differences it
+/// used.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub summary: String,
+    pub tally: Tally,
+}
+
+/// Runs the core on a case and compares everything it sent with the
+/// reference. `Err` carries every difference found.
+pub fn check_case(case: &Path) -> Result<Report, String> {
     let reference = load_reference(case);
     let req = request_for(case, &reference);
-    let out = process_build(&req, &CancelToken::new())
-        .map_err(|e| format!("process_build failed: {e}"))?;
+    let out = process_build(&req, &CancelToken::new()).map_err(|e| format!("process_build failed: {e}"))?;
     let bytes = out.traces.as_deref().ok_or("no traces produced")?;
     let ours = decode_ours(bytes);
-    let diffs = compare(&reference, &ours, &out.summary);
-    if diffs.is_empty() {
-        Ok(format!(
-            "{} spans, max |Δt| {} ns, {} unanchored, {} dropped attrs, {} warnings",
-            ours.spans.len(),
+    let expect = Expect::for_request(&req);
+    let mut tally = Tally::default();
+    let mut d = compare_tallied(&reference, &ours, &out.summary, &expect, &mut tally);
+
+    let (Some(our_root), Some(ref_root)) = (ours.root(), reference.root()) else {
+        return Err(format!("{d}no root span"));
+    };
+    let reference_dir = case.join("reference");
+    let metrics_note = check_metrics(&reference_dir, &out, our_root, ref_root, &mut tally, &mut d);
+    let snapshot_note = check_snapshot(&reference_dir, &reference, &ours, &mut tally, &mut d);
+    if !d.is_empty() {
+        return Err(d);
+    }
+    let count = |prefix: &str| {
+        our_root
+            .attribute_order
+            .iter()
+            .filter(|k| k.starts_with(prefix))
+            .count()
+    };
+    Ok(Report {
+        summary: format!(
+            "{} spans, max |Δt| {} ns, {} unanchored, {} dropped attrs, {} warnings; root: {} ct.ccache.* + {} \
+             ct.build.* equal; {metrics_note}; {snapshot_note}; side files: statslog {}, outcomes {}",
+            ours.spans.len() + ours.extra.len(),
             max_time_delta(&reference, &ours),
             out.summary.unanchored_rules,
             out.summary.dropped_attributes,
-            out.summary.warnings.len()
-        ))
-    } else {
-        Err(diffs)
+            out.summary.warnings.len(),
+            count("ct.ccache."),
+            count("ct.build."),
+            if req.statslog.is_some() { "yes" } else { "no" },
+            if req.outcomes.is_some() { "yes" } else { "no" },
+        ),
+        tally,
+    })
+}
+
+/// Our metrics against `002-metrics.json` (and `003` as its repeat); both
+/// absent is a match too.
+fn check_metrics(
+    reference_dir: &Path,
+    out: &compiletools_core::BuildOutput,
+    our_root: &RefSpan,
+    ref_root: &RefSpan,
+    tally: &mut Tally,
+    d: &mut String,
+) -> String {
+    let first = reference_dir.join("002-metrics.json");
+    let (true, Some(bytes)) = (first.is_file(), out.metrics.as_deref()) else {
+        if first.is_file() != out.metrics.is_some() {
+            let _ = writeln!(
+                d,
+                "metrics: reference has {}, we sent {}",
+                if first.is_file() { "some" } else { "none" },
+                if out.metrics.is_some() { "some" } else { "none" }
+            );
+        }
+        if out.summary.metric_points != 0 {
+            let _ = writeln!(
+                d,
+                "summary.metric_points {} without metrics",
+                out.summary.metric_points
+            );
+        }
+        return "no metrics (none in the reference)".to_owned();
+    };
+    let reference = load_reference_metrics(&first);
+    let ours = decode_ours_metrics(bytes);
+    let ctx = MetricsContext {
+        our_trace_id_hex: &ids::to_hex(&our_root.trace_id),
+        reference_trace_id_hex: &ids::to_hex(&ref_root.trace_id),
+        build_start: our_root.start,
+        build_end: our_root.end,
+    };
+    d.push_str(&compare_metrics(&reference, &ours, &ctx, tally));
+    let repeat = reference_dir.join("003-metrics.json");
+    if repeat.is_file() {
+        if is_repeat(&reference, &load_reference_metrics(&repeat)) {
+            tally.add(intended::METRICS_ONCE, 1);
+        } else {
+            let _ = writeln!(
+                d,
+                "reference 003-metrics does not repeat 002: not the documented double send"
+            );
+        }
     }
+    if out.summary.metric_points != point_count(&ours) {
+        let _ = writeln!(
+            d,
+            "summary.metric_points {} != {} points sent",
+            out.summary.metric_points,
+            point_count(&ours)
+        );
+    }
+    format!(
+        "metrics: {} metrics / {} points equal",
+        ours.metrics.len(),
+        point_count(&ours)
+    )
+}
+
+/// Our `ct.ccache.snapshot` span against case 07's second trace request
+/// (`002-traces.json`); both absent is a match too.
+pub fn check_snapshot(
+    reference_dir: &Path,
+    reference: &Trace,
+    ours: &Trace,
+    tally: &mut Tally,
+    d: &mut String,
+) -> String {
+    let path = reference_dir.join("002-traces.json");
+    if !path.is_file() {
+        if !ours.extra.is_empty() {
+            let _ = writeln!(
+                d,
+                "snapshot: we sent {} extra span(s), the reference none",
+                ours.extra.len()
+            );
+        }
+        return "no snapshot (none in the reference)".to_owned();
+    }
+    let snap = load_trace_json(&path);
+    let (Some(ref_root), Some(our_root)) = (reference.root(), ours.root()) else {
+        let _ = writeln!(d, "snapshot: no root span");
+        return String::new();
+    };
+    let [r] = snap.spans.as_slice() else {
+        let _ = writeln!(d, "snapshot: reference has {} spans, not one", snap.spans.len());
+        return String::new();
+    };
+    let [o] = ours.extra.as_slice() else {
+        let _ = writeln!(d, "snapshot: we sent {} extra spans, not one", ours.extra.len());
+        return String::new();
+    };
+    // The reference is what the intended difference says it is: a root of
+    // its own trace, its resource naming the build's trace.
+    let ref_id = snap.resource.get("ct.invocation_id");
+    if !r.parent_id.is_empty()
+        || r.trace_id == ref_root.trace_id
+        || ref_id != Some(&Attr::Str(ids::to_hex(&ref_root.trace_id)))
+    {
+        let _ = writeln!(
+            d,
+            "snapshot: the reference is not a root in its own trace naming the build"
+        );
+    }
+    // Same resource as the build except ct.invocation_id (ours: the trace's).
+    let mut rr = strip_resource(&snap.resource, &mut Tally::default());
+    let mut or = strip_resource(&ours.resource, &mut Tally::default());
+    rr.remove("ct.invocation_id");
+    or.remove("ct.invocation_id");
+    if rr != or {
+        let _ = writeln!(
+            d,
+            "snapshot resource differs:\n  reference {rr:?}\n  ours      {or:?}"
+        );
+    }
+    if (o.scope_name.as_str(), o.scope_version.as_str())
+        != (snap.scope_name.as_str(), snap.scope_version.as_str())
+        || o.scope_name != CCACHE_SCOPE
+    {
+        let _ = writeln!(d, "snapshot scope {:?} != {:?}", o.scope_name, snap.scope_name);
+    }
+    let o = &o.span;
+    if (o.name.as_str(), o.kind.as_str(), o.flags) != (r.name.as_str(), r.kind.as_str(), r.flags) {
+        let _ = writeln!(
+            d,
+            "snapshot name/kind/flags {}/{}/{} != {}/{}/{}",
+            o.name, o.kind, o.flags, r.name, r.kind, r.flags
+        );
+    }
+    if o.attribute_order != r.attribute_order || o.attributes != r.attributes {
+        let _ = writeln!(
+            d,
+            "snapshot attributes {:?} != reference {:?}",
+            o.attribute_order
+                .iter()
+                .map(|k| (k, &o.attributes[k]))
+                .collect::<Vec<_>>(),
+            r.attribute_order
+                .iter()
+                .map(|k| (k, &r.attributes[k]))
+                .collect::<Vec<_>>()
+        );
+    }
+    // Placement: child of our root, same trace, at the build's end.
+    let ids_ok = o.span_id.len() == 8
+        && o.span_id.iter().any(|b| *b != 0)
+        && ours.spans.iter().all(|s| s.span_id != o.span_id);
+    if o.parent_id != our_root.span_id || o.trace_id != our_root.trace_id || !ids_ok {
+        let _ = writeln!(
+            d,
+            "snapshot is not a child of our root in our trace with its own id"
+        );
+    }
+    if (o.start, o.end) != (our_root.end, our_root.end) {
+        let _ = writeln!(
+            d,
+            "snapshot at {}..{}, not at the build end {}",
+            o.start, o.end, our_root.end
+        );
+    }
+    tally.add(intended::SNAPSHOT_PLACEMENT, 1);
+    format!("snapshot: {} attributes equal", o.attribute_order.len())
 }
 
 /// Largest start/end difference over spans matched by key, in ns.
 pub fn max_time_delta(reference: &Trace, ours: &Trace) -> i64 {
-    let ours_by_key: HashMap<(String, String), &RefSpan> =
-        ours.spans.iter().map(|s| (s.key(), s)).collect();
+    let ours_by_key: HashMap<(String, String), &RefSpan> = ours.spans.iter().map(|s| (s.key(), s)).collect();
     reference
         .spans
         .iter()
@@ -404,21 +642,50 @@ pub fn max_time_delta(reference: &Trace, ours: &Trace) -> i64 {
         .unwrap_or(0)
 }
 
-/// Every difference between the reference and our trace, one per line;
+/// A resource without the uncompared keys, counting those it held.
+pub fn strip_resource(m: &BTreeMap<String, Attr>, tally: &mut Tally) -> BTreeMap<String, Attr> {
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        if IGNORED_RESOURCE_KEYS.contains(&k.as_str()) {
+            tally.add(intended::UNCOMPARED_RESOURCE, 1);
+        } else {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// Every difference between the reference trace and ours, one per line;
 /// empty when they agree.
-pub fn compare(reference: &Trace, ours: &Trace, summary: &Summary) -> String {
+pub fn compare(reference: &Trace, ours: &Trace, summary: &Summary, expect: &Expect) -> String {
+    compare_tallied(reference, ours, summary, expect, &mut Tally::default())
+}
+
+/// [`compare`], counting the intended differences used.
+pub fn compare_tallied(
+    reference: &Trace,
+    ours: &Trace,
+    summary: &Summary,
+    expect: &Expect,
+    tally: &mut Tally,
+) -> String {
     let mut d = String::new();
-    compare_into(reference, ours, summary, &mut d);
+    compare_into(reference, ours, summary, expect, tally, &mut d);
     d
 }
 
-fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut String) {
+fn compare_into(
+    reference: &Trace,
+    ours: &Trace,
+    summary: &Summary,
+    expect: &Expect,
+    tally: &mut Tally,
+    d: &mut String,
+) {
     // Scope.
     if (ours.scope_name.as_str(), ours.scope_version.as_str())
-        != (
-            reference.scope_name.as_str(),
-            reference.scope_version.as_str(),
-        )
+        != (reference.scope_name.as_str(), reference.scope_version.as_str())
+        || ours.scope_name != SCOPE
     {
         let _ = writeln!(
             d,
@@ -428,23 +695,17 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
     }
 
     // Resource.
-    let strip = |m: &BTreeMap<String, Attr>| -> BTreeMap<String, Attr> {
-        m.iter()
-            .filter(|(k, _)| !IGNORED_RESOURCE_KEYS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    };
-    let (rr, or) = (strip(&reference.resource), strip(&ours.resource));
+    let (rr, or) = (
+        strip_resource(&reference.resource, tally),
+        strip_resource(&ours.resource, &mut Tally::default()),
+    );
     if rr != or {
-        let _ = writeln!(
-            d,
-            "resource differs:\n  reference {rr:?}\n  ours      {or:?}"
-        );
+        let _ = writeln!(d, "resource differs:\n  reference {rr:?}\n  ours      {or:?}");
     }
 
-    // Ids: one non-zero trace id, unique non-zero span ids.
-    let trace_ids: std::collections::BTreeSet<&Vec<u8>> =
-        ours.spans.iter().map(|s| &s.trace_id).collect();
+    // Ids: one non-zero trace id, unique non-zero span ids (their values
+    // are ours to choose: intended difference `deterministic-ids`).
+    let trace_ids: BTreeSet<&Vec<u8>> = ours.spans.iter().map(|s| &s.trace_id).collect();
     if trace_ids.len() != 1
         || trace_ids
             .iter()
@@ -452,15 +713,13 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
     {
         let _ = writeln!(d, "trace ids are not one valid id: {trace_ids:?}");
     }
-    let span_ids: std::collections::BTreeSet<&Vec<u8>> =
-        ours.spans.iter().map(|s| &s.span_id).collect();
+    let span_ids: BTreeSet<&Vec<u8>> = ours.spans.iter().map(|s| &s.span_id).collect();
     if span_ids.len() != ours.spans.len()
-        || span_ids
-            .iter()
-            .any(|s| s.len() != 8 || s.iter().all(|b| *b == 0))
+        || span_ids.iter().any(|s| s.len() != 8 || s.iter().all(|b| *b == 0))
     {
         let _ = writeln!(d, "span ids are not unique valid ids");
     }
+    tally.add(intended::DETERMINISTIC_IDS, 1);
 
     // Index both sides by (name, ct.target).
     let index = |t: &Trace, side: &str, d: &mut String| -> HashMap<(String, String), usize> {
@@ -482,43 +741,42 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
             .collect()
     };
     let (ref_by_id, our_by_id) = (by_id(reference), by_id(ours));
-    let parent_key =
-        |t: &Trace, ids: &HashMap<Vec<u8>, usize>, s: &RefSpan| -> Option<(String, String)> {
-            if s.parent_id.is_empty() {
-                None
-            } else {
-                Some(
-                    ids.get(&s.parent_id)
-                        .map(|&i| t.spans[i].key())
-                        .unwrap_or(("<missing parent>".into(), String::new())),
-                )
-            }
-        };
+    let parent_key = |t: &Trace, ids: &HashMap<Vec<u8>, usize>, s: &RefSpan| -> Option<(String, String)> {
+        if s.parent_id.is_empty() {
+            None
+        } else {
+            Some(
+                ids.get(&s.parent_id)
+                    .map(|&i| t.spans[i].key())
+                    .unwrap_or(("<missing parent>".into(), String::new())),
+            )
+        }
+    };
 
-    let Some(ref_root) = reference.spans.iter().find(|s| s.parent_id.is_empty()) else {
+    let Some(ref_root) = reference.root() else {
         let _ = writeln!(d, "reference has no root");
         return;
     };
-    let pending = PendingStatslog::for_reference_root(ref_root);
 
     // Span sets (names as multisets follow from unique keys).
-    let mut intended = 0u64;
+    let mut unanchored = 0u64;
     for (key, &ri) in &ref_index {
         if !our_index.contains_key(key) {
-            if is_intended_difference(&reference.spans[ri], ref_root) {
-                intended += 1;
+            if is_unanchored_in_reference(&reference.spans[ri], ref_root) {
+                unanchored += 1;
             } else {
                 let _ = writeln!(d, "missing span {key:?}");
             }
         }
     }
-    if intended != summary.unanchored_rules {
+    if unanchored != summary.unanchored_rules {
         let _ = writeln!(
             d,
-            "{intended} reference rules outside the window, but unanchored_rules = {}",
+            "{unanchored} reference rules outside the window, but unanchored_rules = {}",
             summary.unanchored_rules
         );
     }
+    tally.add(intended::UNANCHORED, unanchored);
     for key in our_index.keys() {
         if !ref_index.contains_key(key) {
             let _ = writeln!(d, "extra span {key:?}");
@@ -527,7 +785,7 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
     let mut ref_names: Vec<&str> = reference
         .spans
         .iter()
-        .filter(|s| !is_intended_difference(s, ref_root))
+        .filter(|s| !is_unanchored_in_reference(s, ref_root) || our_index.contains_key(&s.key()))
         .map(|s| s.name.as_str())
         .collect();
     let mut our_names: Vec<&str> = ours.spans.iter().map(|s| s.name.as_str()).collect();
@@ -536,13 +794,9 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
     if ref_names != our_names {
         let _ = writeln!(d, "span name multisets differ");
     }
-    if summary.spans != ours.spans.len() as u64 {
-        let _ = writeln!(
-            d,
-            "summary.spans {} != {} spans sent",
-            summary.spans,
-            ours.spans.len()
-        );
+    let sent = (ours.spans.len() + ours.extra.len()) as u64;
+    if summary.spans != sent {
+        let _ = writeln!(d, "summary.spans {} != {sent} spans sent", summary.spans);
     }
 
     // Matched spans.
@@ -567,23 +821,18 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
         }
         for (what, ov, rv) in [("start", o.start, r.start), ("end", o.end, r.end)] {
             if (ov - rv).abs() > TIME_TOLERANCE_NS {
-                let _ = writeln!(
-                    d,
-                    "{key:?}: {what} {ov} vs reference {rv} ({} ns apart)",
-                    ov - rv
-                );
+                let _ = writeln!(d, "{key:?}: {what} {ov} vs reference {rv} ({} ns apart)", ov - rv);
             }
         }
-        let keep = |k: &&String| !pending.is_pending(k);
-        let r_order: Vec<&String> = r.attribute_order.iter().filter(keep).collect();
-        let o_order: Vec<&String> = o.attribute_order.iter().filter(keep).collect();
-        if r_order != o_order {
+        let o = undo_attribution(key, r, o, expect, tally, d);
+        if r.attribute_order != o.attribute_order {
             let _ = writeln!(
                 d,
-                "{key:?}: attribute keys {o_order:?} != reference {r_order:?}"
+                "{key:?}: attribute keys {:?} != reference {:?}",
+                o.attribute_order, r.attribute_order
             );
         }
-        for k in r_order {
+        for k in &r.attribute_order {
             if r.attributes.get(k) != o.attributes.get(k) {
                 let _ = writeln!(
                     d,
@@ -594,4 +843,66 @@ fn compare_into(reference: &Trace, ours: &Trace, summary: &Summary, d: &mut Stri
             }
         }
     }
+}
+
+/// Checks our per-TU attribution of a compile span (intended difference
+/// `per-tu-ccache-attribution`) against the expectation, and returns our
+/// span as it would be without it, for the plain comparison.
+fn undo_attribution(
+    key: &(String, String),
+    r: &RefSpan,
+    o: &RefSpan,
+    expect: &Expect,
+    tally: &mut Tally,
+    d: &mut String,
+) -> RefSpan {
+    const LAYER: &str = "ct.rule.cache_layer";
+    const OUTCOME: &str = "ct.ccache.outcome";
+    let str_attr = |s: &RefSpan, k: &str| match s.attributes.get(k) {
+        Some(Attr::Str(v)) => Some(v.clone()),
+        _ => None,
+    };
+    let is_compile = str_attr(r, "ct.rule_type").as_deref() == Some("compile");
+    let ref_layer = str_attr(r, LAYER);
+    let expected = match (is_compile, str_attr(r, "ct.source")) {
+        // A CAS hit stays `cas`: its TU was not compiled by this rule.
+        (true, Some(source)) if ref_layer.as_deref() != Some("cas") => {
+            expect.per_tu.outcome(&source).map(str::to_owned)
+        }
+        _ => None,
+    };
+    let ours_outcome = str_attr(o, OUTCOME);
+    if ours_outcome != expected {
+        let _ = writeln!(
+            d,
+            "{key:?}: {OUTCOME} = {ours_outcome:?}, the statslog says {expected:?}"
+        );
+        return o.clone();
+    }
+    let Some(outcome) = expected else {
+        return o.clone();
+    };
+    let mut plain = o.clone();
+    let layer_at = o.attribute_order.iter().position(|k| k == LAYER);
+    let outcome_at = o.attribute_order.iter().position(|k| k == OUTCOME);
+    if ref_layer.as_deref() != Some("other")
+        || str_attr(o, LAYER).as_deref() != Some(layer_of(&outcome))
+        || outcome_at.is_none()
+        || outcome_at != layer_at.map(|i| i + 1)
+    {
+        let _ = writeln!(
+            d,
+            "{key:?}: attribution {:?}/{outcome} (right after the layer) expected over the reference's {ref_layer:?}, got {:?} at {outcome_at:?}",
+            layer_of(&outcome),
+            str_attr(o, LAYER)
+        );
+        return plain;
+    }
+    plain.attribute_order.retain(|k| k != OUTCOME);
+    plain.attributes.remove(OUTCOME);
+    plain
+        .attributes
+        .insert(LAYER.to_owned(), Attr::Str("other".to_owned()));
+    tally.add(intended::PER_TU, 1);
+    plain
 }
