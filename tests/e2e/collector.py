@@ -101,6 +101,9 @@ service:
     traces:
       receivers: [compiletools]
       exporters: [otlp_http]
+    metrics:
+      receivers: [compiletools]
+      exporters: [otlp_http]
 """
 
 
