@@ -72,6 +72,13 @@ func (r *compiletoolsReceiver) casGroups() []casGroup {
 // goroutine does every scan in turn, so scans never overlap.
 func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
 	defer close(r.casDone)
+	// One cache for the receiver's life: unchanged obj shards are reused
+	// between scans (the core checks each shard directory's identity).
+	cache, err := ffi.NewCASCache()
+	if err != nil {
+		r.logger.Warn("CAS scan cache unavailable; scanning without it", zap.Error(err))
+	}
+	defer cache.Close()
 	select {
 	case <-ctx.Done():
 		return
@@ -80,7 +87,7 @@ func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
 	ticker := time.NewTicker(r.cfg.CAS.ScanInterval)
 	defer ticker.Stop()
 	for {
-		r.scanCAS(ctx)
+		r.scanCAS(ctx, cache)
 		select {
 		case <-ctx.Done():
 			return
@@ -89,7 +96,7 @@ func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
 	}
 }
 
-func (r *compiletoolsReceiver) scanCAS(ctx context.Context) {
+func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache) {
 	asSpans := r.cfg.MetricsAsSpans
 	if (asSpans && r.traces == nil) || (!asSpans && r.metrics == nil) {
 		return // nobody consumes the result
@@ -106,7 +113,7 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context) {
 			AsSpans:            asSpans,
 			MaxThreads:         uint32(r.cfg.CAS.MaxThreads),
 		}
-		res, err := ffi.ScanCAS(ctx, req)
+		res, err := ffi.ScanCAS(ctx, req, cache)
 		r.telemetry.casScanDuration.Record(ctx, r.now().Sub(start).Seconds())
 		if err != nil {
 			if ffi.CodeOf(err) == ffi.CodeCancelled {

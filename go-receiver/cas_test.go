@@ -193,3 +193,49 @@ func TestCASExplicitMissingStoreReportsZeros(t *testing.T) {
 		}
 	}
 }
+
+func TestCASRescansSeeChangesThroughTheCache(t *testing.T) {
+	root := t.TempDir()
+	cells := rebuildStores(t, "01-geom-shake-cold", root)
+	// Age the shards so the core's cache keeps them between scans.
+	old := time.Now().Add(-time.Hour)
+	entries, _ := os.ReadDir(cells["cas-objdir"])
+	for _, e := range entries {
+		_ = os.Chtimes(filepath.Join(cells["cas-objdir"], e.Name()), old, old)
+	}
+	cfg := testConfig(t.TempDir())
+	cfg.CAS.Stores = []CASStore{{Kind: "obj", Path: cells["cas-objdir"]}}
+	cfg.CAS.InitialDelay = 0
+	cfg.CAS.ScanInterval = 30 * time.Millisecond
+	sink := new(consumertest.MetricsSink)
+	r, err := NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Shutdown(context.Background()) }()
+	waitFor(t, "three scans", func() bool { return len(sink.AllMetrics()) >= 3 })
+	first, _ := gaugeValues(sink.AllMetrics()[0])
+	third, _ := gaugeValues(sink.AllMetrics()[2])
+	if first["obj"]["ct.cas.total_entries"] != 29 || third["obj"]["ct.cas.total_entries"] != 29 {
+		t.Fatalf("scans disagree: %v vs %v", first, third)
+	}
+	// A new object in an existing shard: the shard's mtime changes, so the
+	// next scan must list it again.
+	shard := filepath.Join(cells["cas-objdir"], "02")
+	obj := filepath.Join(shard, "extra_022e522ad279_46f0458f99c663_0000000000000001.o")
+	if err := os.WriteFile(obj, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := len(sink.AllMetrics())
+	waitFor(t, "a scan with the new object", func() bool {
+		all := sink.AllMetrics()
+		if len(all) <= seen {
+			return false
+		}
+		last, _ := gaugeValues(all[len(all)-1])
+		return last["obj"]["ct.cas.total_entries"] == 30 && last["obj"]["ct.cas.total_bytes"] == first["obj"]["ct.cas.total_bytes"]+1000
+	})
+}

@@ -1,7 +1,7 @@
 //! Scans one CAS cell and prints the result as one JSON object.
 //!
 //! ```text
-//! cargo run --release --example cas_scan -- <obj|pch|pcm|exe> <cell> [threads]
+//! cargo run --release --example cas_scan -- <obj|pch|pcm|exe> <cell> [threads] [--repeat N] [--cached]
 //! ```
 //!
 //! `report` holds the five numbers under the key names of
@@ -14,13 +14,22 @@
 //!
 //! (the cell must end in `/<V>`; with only `--cas-objdir` the report is the
 //! flat legacy object, otherwise take `."cas-<kind>dir-report"`).
-//! `elapsed_ms` is the wall time of the scan alone; exit status 1 on error.
+//!
+//! `--repeat N` scans N times in this process (default 1); `elapsed_ms` is
+//! the best wall time of one scan, `runs_ms` all of them. `--cached` uses
+//! `scan_store_cached` with one `ScanCache`: a first scan fills the cache
+//! (`fill_ms`), then the N timed scans are the steady state of a periodic
+//! scanner on an unchanged store; `cache` says what the last one reused
+//! and how big the cache is. Every scan must give the same result (exit
+//! status 1 otherwise, and on error).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use compiletools_core::cas::{scan_store_with, CasKind, ScanLimits, StoreStats};
+use compiletools_core::cas::{
+    scan_store_cached, scan_store_with, CasKind, ScanCache, ScanLimits, StoreStats,
+};
 use compiletools_core::CancelToken;
 use serde_json::{json, Map, Value};
 
@@ -32,7 +41,8 @@ fn unique_key(kind: CasKind) -> &'static str {
     }
 }
 
-fn to_json(kind: CasKind, s: &StoreStats, elapsed_ms: f64) -> Value {
+fn to_json(kind: CasKind, s: &StoreStats, runs_ms: &[f64]) -> Value {
+    let elapsed_ms = runs_ms.iter().copied().fold(f64::INFINITY, f64::min);
     let mut report = Map::new();
     report.insert("total-entries".into(), s.total_entries.into());
     report.insert("total-bytes".into(), s.total_bytes.into());
@@ -59,37 +69,119 @@ fn to_json(kind: CasKind, s: &StoreStats, elapsed_ms: f64) -> Value {
         "warnings": s.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
         "warnings_suppressed": s.warnings_suppressed,
         "elapsed_ms": elapsed_ms,
+        "runs_ms": runs_ms,
     })
 }
 
-fn main() -> ExitCode {
-    let mut args = std::env::args_os().skip(1);
-    let usage = "usage: cas_scan <obj|pch|pcm|exe> <cell> [threads]";
-    let (Some(kind), Some(cell), threads, None) = (args.next(), args.next(), args.next(), args.next()) else {
-        eprintln!("{usage}");
-        return ExitCode::FAILURE;
-    };
-    let Some(kind) = kind.to_str().and_then(CasKind::parse) else {
-        eprintln!("unknown kind {kind:?}: obj, pch, pcm or exe");
-        return ExitCode::FAILURE;
-    };
-    let mut limits = ScanLimits::default();
-    if let Some(t) = threads {
-        match t.to_str().and_then(|t| t.parse().ok()) {
-            Some(n) => limits.max_threads = n,
-            None => {
-                eprintln!("{usage}");
-                return ExitCode::FAILURE;
+struct Args {
+    kind: CasKind,
+    cell: PathBuf,
+    limits: ScanLimits,
+    repeat: usize,
+    cached: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let usage = "usage: cas_scan <obj|pch|pcm|exe> <cell> [threads] [--repeat N] [--cached]";
+    let mut positional = Vec::new();
+    let (mut repeat, mut cached) = (1, false);
+    let mut it = std::env::args_os().skip(1);
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--cached") => cached = true,
+            Some("--repeat") => {
+                repeat = it
+                    .next()
+                    .and_then(|n| n.to_str()?.parse().ok())
+                    .filter(|n| *n > 0)
+                    .ok_or(usage)?
             }
+            Some(flag) if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{usage}")),
+            _ => positional.push(a),
         }
     }
-    let cell = PathBuf::from(cell);
-    let start = Instant::now();
-    let result = scan_store_with(kind, &cell, &CancelToken::new(), limits);
-    let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
-    match result {
-        Ok(stats) => {
-            println!("{}", to_json(kind, &stats, elapsed_ms));
+    let mut positional = positional.into_iter();
+    let (Some(kind), Some(cell), threads, None) = (
+        positional.next(),
+        positional.next(),
+        positional.next(),
+        positional.next(),
+    ) else {
+        return Err(usage.to_owned());
+    };
+    let kind = kind
+        .to_str()
+        .and_then(CasKind::parse)
+        .ok_or_else(|| format!("unknown kind {kind:?}: obj, pch, pcm or exe"))?;
+    let mut limits = ScanLimits::default();
+    if let Some(t) = threads {
+        limits.max_threads = t.to_str().and_then(|t| t.parse().ok()).ok_or(usage)?;
+    }
+    Ok(Args {
+        kind,
+        cell: PathBuf::from(cell),
+        limits,
+        repeat,
+        cached,
+    })
+}
+
+fn run(args: &Args) -> Result<Value, String> {
+    let cancel = CancelToken::new();
+    let mut cache = ScanCache::new();
+    let scan = |cache: &mut ScanCache| -> Result<(StoreStats, f64), String> {
+        let start = Instant::now();
+        let result = if args.cached {
+            scan_store_cached(args.kind, &args.cell, &cancel, args.limits, cache)
+        } else {
+            scan_store_with(args.kind, &args.cell, &cancel, args.limits)
+        };
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        result.map(|s| (s, ms)).map_err(|e| e.to_string())
+    };
+    let fill = if args.cached {
+        Some(scan(&mut cache)?)
+    } else {
+        None
+    };
+    let mut first: Option<StoreStats> = fill.as_ref().map(|(s, _)| s.clone());
+    let mut runs_ms = Vec::with_capacity(args.repeat);
+    for run in 0..args.repeat {
+        let (stats, ms) = scan(&mut cache)?;
+        runs_ms.push(ms);
+        match &first {
+            Some(f) if *f != stats => {
+                return Err(format!("scan {run} differs from the first:\n{f:?}\n{stats:?}"));
+            }
+            Some(_) => {}
+            None => first = Some(stats),
+        }
+    }
+    let stats = first.expect("at least one scan");
+    let mut out = to_json(args.kind, &stats, &runs_ms);
+    out["mode"] = if args.cached { "cached" } else { "uncached" }.into();
+    if let Some((_, fill_ms)) = fill {
+        let r = cache.last_scan();
+        let f = cache.footprint();
+        out["fill_ms"] = fill_ms.into();
+        out["cache"] = json!({
+            "shards": r.shards,
+            "reused": r.reused,
+            "rescanned": r.rescanned,
+            "too_recent": r.too_recent,
+            "irregular": r.irregular,
+            "cached_shards": f.shards,
+            "cached_buckets": f.buckets,
+            "cache_bytes": f.bytes,
+        });
+    }
+    Ok(out)
+}
+
+fn main() -> ExitCode {
+    match parse_args().and_then(|a| run(&a)) {
+        Ok(out) => {
+            println!("{out}");
             ExitCode::SUCCESS
         }
         Err(e) => {

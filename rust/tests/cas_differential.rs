@@ -16,7 +16,7 @@ use std::process::Command;
 
 use cas_support::zoo::{cmd_hash_zoo, exe_zoo, obj_zoo, touch, write};
 use cas_support::{reported, Five};
-use compiletools_core::cas::{scan_store, CasKind, StoreStats};
+use compiletools_core::cas::{scan_store, scan_store_cached, CasKind, ScanCache, ScanLimits, StoreStats};
 use compiletools_core::CancelToken;
 use serde_json::Value;
 
@@ -60,8 +60,16 @@ fn run(tool: &Path, cwd: &Path, cells: &[(CasKind, &Path)]) -> Result<Value, Str
     Ok(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("ct-cache-report output: {e}")))
 }
 
+/// Our scan; the cached scan (empty cache, then filled) must give the same.
 fn ours(kind: CasKind, cell: &Path) -> StoreStats {
-    scan_store(kind, cell, &CancelToken::new()).unwrap()
+    let stats = scan_store(kind, cell, &CancelToken::new()).unwrap();
+    let mut cache = ScanCache::new();
+    for round in 0..2 {
+        let cached =
+            scan_store_cached(kind, cell, &CancelToken::new(), ScanLimits::default(), &mut cache).unwrap();
+        assert_eq!(cached, stats, "{kind} cached scan {round}");
+    }
+    stats
 }
 
 #[test]

@@ -89,9 +89,7 @@ fn large_build_to_otlp() {
 
 /// Where the time goes, stage by stage, through the public building blocks.
 fn stages(dir: &std::path::Path) {
-    use compiletools_core::otlp::{
-        build_resource, encode_trace_request, root_attributes, TraceInput,
-    };
+    use compiletools_core::otlp::{build_resource, encode_trace_request, root_attributes, TraceInput};
     use compiletools_core::timing::{self, aggregates, Clock};
     use compiletools_core::warnings::Warnings;
     use compiletools_core::Limits;
@@ -103,8 +101,7 @@ fn stages(dir: &std::path::Path) {
     let text = timing::load(&path, &limits, &mut w).unwrap();
     let t_load = t.elapsed();
     let t = Instant::now();
-    let build =
-        timing::decode::decode(&text.text, &path, &limits, &CancelToken::new(), &mut w).unwrap();
+    let build = timing::decode::decode(&text.text, &path, &limits, &CancelToken::new(), &mut w).unwrap();
     let t_decode = t.elapsed();
     let t = Instant::now();
     let clock = Clock::for_build(&build).unwrap();

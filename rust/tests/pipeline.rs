@@ -72,10 +72,7 @@ fn root_phases_and_rules() {
             "ct.build.compile_avoided_rate"
         ]
     );
-    assert_eq!(
-        attr(root, "ct.build.recompiled_count"),
-        Some(&Value::IntValue(1))
-    );
+    assert_eq!(attr(root, "ct.build.recompiled_count"), Some(&Value::IntValue(1)));
 }
 
 #[test]
@@ -112,10 +109,7 @@ fn classification_by_rule_type_wherever_it_sits() {
     );
     let parent_of = |n: &str| {
         let p = &span(&spans, n).parent_span_id;
-        spans
-            .iter()
-            .find(|s| &s.span_id == p)
-            .map(|s| s.name.as_str())
+        spans.iter().find(|s| &s.span_id == p).map(|s| s.name.as_str())
     };
     assert_eq!(parent_of("compile.t/top.cpp"), Some("compiletools.build"));
     assert_eq!(parent_of("link.deep.cpp"), Some("phase.inner"));
@@ -124,10 +118,7 @@ fn classification_by_rule_type_wherever_it_sits() {
     assert_eq!(out.summary.warnings.len(), 2, "{:?}", out.summary.warnings);
     // C = compile rules through phases only: top.cpp and parent.cpp.
     let root = span(&spans, "compiletools.build");
-    assert_eq!(
-        attr(root, "ct.build.recompiled_count"),
-        Some(&Value::IntValue(2))
-    );
+    assert_eq!(attr(root, "ct.build.recompiled_count"), Some(&Value::IntValue(2)));
 }
 
 #[test]
@@ -225,8 +216,7 @@ fn missing_or_bad_timestamp_is_malformed() {
     assert!(is_malformed(Fixture::new(no_ts).run()));
     let bad = timing_doc("[]").replace("2026-11-30T03:43:45+00:00", "last tuesday");
     assert!(is_malformed(Fixture::new(bad).run()));
-    let ancient =
-        timing_doc("[]").replace("2026-11-30T03:43:45+00:00", "1970-01-01T00:00:00+00:00");
+    let ancient = timing_doc("[]").replace("2026-11-30T03:43:45+00:00", "1970-01-01T00:00:00+00:00");
     assert!(is_malformed(Fixture::new(ancient).run()));
     let number = timing_doc("[]").replace("\"2026-11-30T03:43:45+00:00\"", "12");
     assert!(is_malformed(Fixture::new(number).run()));
@@ -268,20 +258,11 @@ fn bad_events_are_skipped_not_the_file() {
     // y.cpp survives its bad fields but, without a start, is unanchored.
     assert_eq!(got, ["compile.a/ok.cpp", "compiletools.build", "phase.p"]);
     assert_eq!(out.summary.unanchored_rules, 1);
-    assert!(
-        out.summary.warnings.len() >= 6,
-        "{:?}",
-        out.summary.warnings
-    );
+    assert!(out.summary.warnings.len() >= 6, "{:?}", out.summary.warnings);
     // Skipped elements keep their index: "p" is element 3 of phases.
-    let (spans2, _) = Fixture::new(timing_doc(
-        r#"[{"name": "p", "start_s": 101.0, "end_s": 102.0}]"#,
-    ))
-    .trace();
-    assert_ne!(
-        span(&spans, "phase.p").span_id,
-        span(&spans2, "phase.p").span_id
-    );
+    let (spans2, _) =
+        Fixture::new(timing_doc(r#"[{"name": "p", "start_s": 101.0, "end_s": 102.0}]"#)).trace();
+    assert_ne!(span(&spans, "phase.p").span_id, span(&spans2, "phase.p").span_id);
 }
 
 #[test]
@@ -298,8 +279,7 @@ fn malformed_and_truncated_documents() {
     }
     let bad_phases = timing_doc("{}");
     assert!(is_malformed(Fixture::new(bad_phases).run()));
-    let bad_total =
-        timing_doc("[]").replace("\"total_elapsed_s\": 10.0", "\"total_elapsed_s\": \"10\"");
+    let bad_total = timing_doc("[]").replace("\"total_elapsed_s\": 10.0", "\"total_elapsed_s\": \"10\"");
     assert!(is_malformed(Fixture::new(bad_total).run()));
 }
 
@@ -400,10 +380,7 @@ fn attribute_strings_are_truncated() {
     .unwrap();
     let spans = &decoded.resource_spans[0].scope_spans[0].spans;
     let r = span(spans, "compile.a/a.cpp");
-    assert_eq!(
-        attr(r, "ct.target"),
-        Some(&Value::StringValue("/éé".into()))
-    );
+    assert_eq!(attr(r, "ct.target"), Some(&Value::StringValue("/éé".into())));
     assert_eq!(attr(r, "k"), Some(&Value::StringValue("ééé".into())));
     let Some(Value::ArrayValue(a)) = attr(r, "arr") else {
         panic!()
@@ -457,9 +434,7 @@ fn metadata_lifting_and_dropped_count() {
 
 #[test]
 fn ids_are_deterministic_and_follow_the_canonical_directory() {
-    let fx = Fixture::new(timing_doc(
-        r#"[{"name": "p", "start_s": 101.0, "end_s": 102.0}]"#,
-    ));
+    let fx = Fixture::new(timing_doc(r#"[{"name": "p", "start_s": 101.0, "end_s": 102.0}]"#));
     let (a, _) = fx.trace();
     let (b, _) = fx.trace();
     assert_eq!(a, b, "two runs give identical spans");

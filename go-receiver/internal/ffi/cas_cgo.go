@@ -17,8 +17,32 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// ScanCAS scans the cells of one store set in the core.
-func ScanCAS(ctx context.Context, req CASRequest) (CASResult, error) {
+// CASCache keeps per-shard scan results in the core between periodic scans,
+// so an unchanged obj shard is not listed again. Scans using one cache must
+// not overlap; Close frees it.
+type CASCache struct {
+	ptr *C.CtCasCache
+}
+
+// NewCASCache allocates an empty cache in the core.
+func NewCASCache() (*CASCache, error) {
+	p := C.ct_cas_cache_new()
+	if p == nil {
+		return nil, &Error{Code: CodePanic, Message: "ct_cas_cache_new failed"}
+	}
+	return &CASCache{ptr: p}, nil
+}
+
+// Close frees the cache; safe on nil and when repeated.
+func (c *CASCache) Close() {
+	if c != nil && c.ptr != nil {
+		C.ct_cas_cache_free(c.ptr)
+		c.ptr = nil
+	}
+}
+
+// ScanCAS scans the cells of one store set in the core; cache may be nil.
+func ScanCAS(ctx context.Context, req CASRequest, cache *CASCache) (CASResult, error) {
 	if err := ctx.Err(); err != nil {
 		return CASResult{}, &Error{Code: CodeCancelled, Message: err.Error()}
 	}
@@ -60,7 +84,11 @@ func ScanCAS(ctx context.Context, req CASRequest) (CASResult, error) {
 		max_threads:         C.uint32_t(req.MaxThreads),
 	}
 	var out C.CtCasResult
-	code := Code(C.ct_scan_cas(&creq, token, &out))
+	var cachePtr *C.CtCasCache
+	if cache != nil {
+		cachePtr = cache.ptr
+	}
+	code := Code(C.ct_scan_cas(&creq, token, cachePtr, &out))
 	defer C.ct_cas_result_free(&out)
 	if code != CodeOK {
 		return CASResult{}, &Error{Code: code, Message: string(bufferBytes(out.error_message))}

@@ -13,7 +13,7 @@
  * Bumped on every incompatible change of the types or functions below; the
  * Go side refuses a library whose version differs from its header's.
  */
-#define CT_ABI_VERSION 2
+#define CT_ABI_VERSION 3
 
 /**
  * Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
@@ -101,6 +101,12 @@ typedef int32_t CtErrorCode;
  * Opaque cancel token shared between a Go goroutine and a running call.
  */
 typedef struct CtCancel CtCancel;
+
+/**
+ * Opaque cache of per-shard results kept between periodic scans: an obj
+ * shard whose directory did not change is not listed again.
+ */
+typedef struct CtCasCache CtCasCache;
 
 /**
  * Borrowed bytes owned by the caller; `ptr` may be null when `len` is 0.
@@ -321,6 +327,19 @@ int32_t ct_process_build(const CtBuildRequest *req, const CtCancel *cancel, CtBu
 void ct_build_result_free(CtBuildResult *res);
 
 /**
+ * A new, empty scan cache; free it with `ct_cas_cache_free`.
+ */
+CtCasCache *ct_cas_cache_new(void);
+
+/**
+ * Frees a cache from `ct_cas_cache_new`; no scan may still use it.
+ *
+ * # Safety
+ * `cache` must be null or come from `ct_cas_cache_new`, freed at most once.
+ */
+void ct_cas_cache_free(CtCasCache *cache);
+
+/**
  * Scans the cells of `req` and returns their gauges (or snapshot span).
  * A cell that cannot be listed becomes a warning and is left out; the other
  * cells still report. Returns 0, or a `CtErrorCode` with `out->error_message`.
@@ -328,9 +347,13 @@ void ct_build_result_free(CtBuildResult *res);
  *
  * # Safety
  * `req` and `out` must be valid; `req->cells` must point to `cell_count`
- * cells; every view must be valid during the call; `cancel` may be null.
+ * cells; every view must be valid during the call; `cancel` and `cache`
+ * may be null (no reuse between scans without a cache).
  */
-int32_t ct_scan_cas(const CtCasRequest *req, const CtCancel *cancel, CtCasResult *out);
+int32_t ct_scan_cas(const CtCasRequest *req,
+                    const CtCancel *cancel,
+                    const CtCasCache *cache,
+                    CtCasResult *out);
 
 /**
  * Frees every buffer of a scan result; safe to call twice.

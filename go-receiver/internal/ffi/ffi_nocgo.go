@@ -13,5 +13,16 @@ func CheckABI() error { return ErrCgoRequired }
 // Process always fails without cgo.
 func Process(context.Context, Request) (Result, error) { return Result{}, ErrCgoRequired }
 
+// CASCache is unavailable without cgo.
+type CASCache struct{}
+
+// NewCASCache always fails without cgo.
+func NewCASCache() (*CASCache, error) { return nil, ErrCgoRequired }
+
+// Close does nothing.
+func (c *CASCache) Close() {}
+
 // ScanCAS always fails without cgo.
-func ScanCAS(context.Context, CASRequest) (CASResult, error) { return CASResult{}, ErrCgoRequired }
+func ScanCAS(context.Context, CASRequest, *CASCache) (CASResult, error) {
+	return CASResult{}, ErrCgoRequired
+}

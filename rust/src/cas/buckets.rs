@@ -8,11 +8,21 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    count: u64,
-    sum: u64,
-    min: u64,
+/// The aggregate of one bucket key: number of entries, Σ sizes, min size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bucket {
+    pub(crate) count: u64,
+    pub(crate) sum: u64,
+    pub(crate) min: u64,
+}
+
+impl Bucket {
+    /// Folds `other` (the same key seen elsewhere) into `self`.
+    fn absorb(&mut self, other: Bucket) {
+        self.count += other.count;
+        self.sum = self.sum.saturating_add(other.sum);
+        self.min = self.min.min(other.min);
+    }
 }
 
 /// The five numbers of spec §6.7.
@@ -23,6 +33,19 @@ pub(crate) struct Totals {
     pub unique_buckets: u64,
     pub wasted_bytes: u64,
     pub duplicate_groups: u64,
+}
+
+impl Totals {
+    /// Adds the totals of a table that has no key in common with the ones
+    /// already added (keys of disjoint tables neither merge nor form new
+    /// duplicate groups, so the five numbers simply add up).
+    pub(crate) fn add_disjoint(&mut self, o: &Totals) {
+        self.total_bytes = self.total_bytes.saturating_add(o.total_bytes);
+        self.total_entries += o.total_entries;
+        self.unique_buckets += o.unique_buckets;
+        self.wasted_bytes = self.wasted_bytes.saturating_add(o.wasted_bytes);
+        self.duplicate_groups += o.duplicate_groups;
+    }
 }
 
 #[derive(Debug)]
@@ -47,20 +70,28 @@ impl<K: Hash + Eq> BucketTable<K> {
     /// do not overflow, and 2^64 bytes cannot exist on one file system
     /// anyway; saturating keeps a forged sparse file from panicking us.
     pub(crate) fn add(&mut self, key: K, size: u64) {
-        self.entries += 1;
-        self.bytes = self.bytes.saturating_add(size);
-        self.buckets
-            .entry(key)
-            .and_modify(|b| {
-                b.count += 1;
-                b.sum = b.sum.saturating_add(size);
-                b.min = b.min.min(size);
-            })
-            .or_insert(Bucket {
+        self.add_bucket(
+            key,
+            Bucket {
                 count: 1,
                 sum: size,
                 min: size,
-            });
+            },
+        );
+    }
+
+    /// Records `b.count` entries of one key at once (an aggregate kept from
+    /// an earlier scan). Saturating sums are associative, so adding
+    /// aggregates gives exactly what adding their entries one by one gives.
+    pub(crate) fn add_bucket(&mut self, key: K, b: Bucket) {
+        self.entries += b.count;
+        self.bytes = self.bytes.saturating_add(b.sum);
+        self.buckets.entry(key).and_modify(|a| a.absorb(b)).or_insert(b);
+    }
+
+    /// The per-key aggregates, in no particular order.
+    pub(crate) fn into_buckets(self) -> impl Iterator<Item = (K, Bucket)> {
+        self.buckets.into_iter()
     }
 
     /// Adds the entries of `other` (another worker's share of the store).
@@ -72,14 +103,7 @@ impl<K: Hash + Eq> BucketTable<K> {
             return;
         }
         for (key, b) in other.buckets {
-            self.buckets
-                .entry(key)
-                .and_modify(|a| {
-                    a.count += b.count;
-                    a.sum = a.sum.saturating_add(b.sum);
-                    a.min = a.min.min(b.min);
-                })
-                .or_insert(b);
+            self.buckets.entry(key).and_modify(|a| a.absorb(b)).or_insert(b);
         }
     }
 
@@ -143,6 +167,41 @@ mod tests {
         let mut empty = BucketTable::default();
         empty.merge(left);
         assert_eq!(empty.totals(), whole.totals());
+    }
+
+    #[test]
+    fn aggregates_and_disjoint_totals_equal_entries() {
+        let entries = [
+            ("a", 5),
+            ("b", 1),
+            ("a", 9),
+            ("c", 4),
+            ("b", 2),
+            ("a", 3),
+            ("d", 8),
+        ];
+        let mut whole = BucketTable::default();
+        for (k, s) in entries {
+            whole.add(k, s);
+        }
+        // "a" and "b" in one part, "c" and "d" in the other: disjoint keys
+        let (mut ab, mut cd) = (BucketTable::default(), BucketTable::default());
+        for (k, s) in entries {
+            if k < "c" {
+                ab.add(k, s)
+            } else {
+                cd.add(k, s)
+            }
+        }
+        let mut sum = ab.totals();
+        sum.add_disjoint(&cd.totals());
+        assert_eq!(sum, whole.totals());
+        // re-adding the aggregates of both parts rebuilds the same table
+        let mut rebuilt = BucketTable::default();
+        for (k, b) in ab.into_buckets().chain(cd.into_buckets()) {
+            rebuilt.add_bucket(k, b);
+        }
+        assert_eq!(rebuilt.totals(), whole.totals());
     }
 
     #[test]

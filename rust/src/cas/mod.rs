@@ -40,8 +40,20 @@
 //! bucket key (plus the list of shard / command-hash directory paths), never
 //! a list of entries. The cancel token is polled every 256 directory
 //! entries and before each directory.
+//!
+//! # Periodic rescans
+//!
+//! [`scan_store_cached`] gives the same result as [`scan_store_with`] but
+//! keeps per-shard aggregates of obj stores in a [`ScanCache`] and, on the
+//! next call, lists only the shard directories whose identity (device,
+//! inode, mtime, ctime) changed: compiletools publishes objects by rename,
+//! so an unchanged shard directory has unchanged entries. Shards modified
+//! within 2 s before the scan and shards with anomalies are never kept;
+//! pch/pcm/exe are never cached (their manifests change in place). The
+//! rules, their limits and the cache's size are in the `cache` module.
 
 mod buckets;
+mod cache;
 mod cmd_hash;
 mod exe;
 mod kind;
@@ -58,6 +70,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
 
+pub use cache::{scan_store_cached, CacheFootprint, CachedScanReport, ScanCache};
 pub use kind::CasKind;
 pub use otlp::{
     build_cas_metrics_request, build_cas_snapshot_span_request, cas_metrics_request,
@@ -66,6 +79,7 @@ pub use otlp::{
 pub use stats::{Anomalies, AnomalyKind, CasWarning, ScanLimits, StoreStats};
 
 use crate::{CancelToken, Error};
+use buckets::Totals;
 use scan::Scan;
 
 /// Scans one cell of a `kind` store with the default [`ScanLimits`].
@@ -85,31 +99,10 @@ pub fn scan_store_with(
     limits: ScanLimits,
 ) -> Result<StoreStats, Error> {
     cancel.check()?;
-    let mut stats = StoreStats {
-        cell: cell.to_path_buf(),
-        ..StoreStats::default()
-    };
-    // `os.path.isdir` semantics: symlinks followed; the configured cell is
-    // the root the user chose, so following it stays inside that root.
-    match fs::metadata(cell) {
-        Ok(meta) if meta.is_dir() => stats.exists = true,
-        Ok(_) => {
-            stats.warnings.push(CasWarning {
-                kind: AnomalyKind::CellNotDirectory,
-                path: cell.to_path_buf(),
-                detail: "exists but is not a directory; treated as missing".to_owned(),
-            });
-            return Ok(stats);
-        }
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => return Ok(stats),
-        Err(source) => {
-            return Err(Error::Io {
-                path: cell.to_path_buf(),
-                source,
-            })
-        }
+    let mut stats = check_cell(cell)?;
+    if !stats.exists {
+        return Ok(stats);
     }
-
     let mut scan = Scan::new(cancel, limits);
     let totals = match kind {
         CasKind::Obj => obj::scan(&mut scan, cell)?,
@@ -117,6 +110,39 @@ pub fn scan_store_with(
         CasKind::Pcm => cmd_hash::scan(&mut scan, cell, "bucket_key")?,
         CasKind::Exe => exe::scan(&mut scan, cell)?,
     };
+    finish(&mut stats, totals, scan);
+    Ok(stats)
+}
+
+/// The result of a scan before it starts: `exists` says whether to scan.
+///
+/// `os.path.isdir` semantics: symlinks followed; the configured cell is
+/// the root the user chose, so following it stays inside that root.
+fn check_cell(cell: &Path) -> Result<StoreStats, Error> {
+    let mut stats = StoreStats {
+        cell: cell.to_path_buf(),
+        ..StoreStats::default()
+    };
+    match fs::metadata(cell) {
+        Ok(meta) if meta.is_dir() => stats.exists = true,
+        Ok(_) => stats.warnings.push(CasWarning {
+            kind: AnomalyKind::CellNotDirectory,
+            path: cell.to_path_buf(),
+            detail: "exists but is not a directory; treated as missing".to_owned(),
+        }),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {}
+        Err(source) => {
+            return Err(Error::Io {
+                path: cell.to_path_buf(),
+                source,
+            })
+        }
+    }
+    Ok(stats)
+}
+
+/// Stores the numbers, anomaly counters and warnings of a finished scan.
+fn finish(stats: &mut StoreStats, totals: Totals, mut scan: Scan) {
     stats.total_bytes = totals.total_bytes;
     stats.total_entries = totals.total_entries;
     stats.unique_buckets = totals.unique_buckets;
@@ -124,5 +150,4 @@ pub fn scan_store_with(
     stats.duplicate_groups = totals.duplicate_groups;
     stats.anomalies = scan.anomalies;
     (stats.warnings, stats.warnings_suppressed) = scan.finish_warnings();
-    Ok(stats)
 }

@@ -13,21 +13,35 @@ use super::stats::AnomalyKind;
 use crate::Error;
 
 pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
-    let shards = members(scan, cell, |name| is_hex_name(name, 2))?;
+    let shards = members(scan, cell, is_shard_name)?;
     let table = scan_members(scan, &shards, |scan, shard, table: &mut BucketTable<ObjKey>| {
-        for_each_entry(scan, &shard.path, |scan, entry| {
-            // Name first, stat second: sidecars, locks and temps never cost
-            // a syscall, exactly as compiletools filters before stat().
-            if let Some(key) = parse_object_name(entry.file_name().as_bytes()) {
-                if let Some(size) = entry_size(scan, &entry) {
-                    table.add(key, size);
-                }
-            }
-            Ok(())
-        })
-        .map(drop)
+        scan_shard(scan, &shard.path, table)
     })?;
     Ok(table.totals())
+}
+
+/// `^[0-9a-f]{2}$`, Python's `$` included (see `names`).
+pub(crate) fn is_shard_name(name: &[u8]) -> bool {
+    is_hex_name(name, 2)
+}
+
+/// Adds the entries of one shard directory to `table`.
+pub(crate) fn scan_shard(
+    scan: &mut Scan,
+    shard: &Path,
+    table: &mut BucketTable<ObjKey>,
+) -> Result<(), Error> {
+    for_each_entry(scan, shard, |scan, entry| {
+        // Name first, stat second: sidecars, locks and temps never cost
+        // a syscall, exactly as compiletools filters before stat().
+        if let Some(key) = parse_object_name(entry.file_name().as_bytes()) {
+            if let Some(size) = entry_size(scan, &entry) {
+                table.add(key, size);
+            }
+        }
+        Ok(())
+    })
+    .map(drop)
 }
 
 /// `DirEntry.stat().st_size` as compiletools takes it: symlinks followed

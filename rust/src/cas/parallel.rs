@@ -20,7 +20,7 @@ use crate::Error;
 /// threads: spawning a thread costs more than listing a few directories.
 const MIN_MEMBERS_PER_THREAD: usize = 8;
 
-type WorkerResult<'c, K> = Result<(Scan<'c>, BucketTable<K>), Error>;
+type WorkerResult<'c, A> = Result<(Scan<'c>, A), Error>;
 
 /// Runs `work` for every member and returns the merged table; counts and
 /// warnings of the workers are merged into `scan`.
@@ -33,30 +33,68 @@ where
     K: Hash + Eq + Send,
     W: Fn(&mut Scan<'c>, &Member, &mut BucketTable<K>) -> Result<(), Error> + Sync,
 {
+    let parts = fold_members(scan, members, |scan, _, member, table: &mut BucketTable<K>| {
+        work(scan, member, table)
+    })?;
+    let mut table = BucketTable::default();
+    for part in parts {
+        table.merge(part);
+    }
+    Ok(table)
+}
+
+/// Runs `work` for every member (with its index) and returns its results
+/// in the order of `members`; counts and warnings of the workers are merged
+/// into `scan`.
+pub(crate) fn map_members<'c, T, W>(scan: &mut Scan<'c>, members: &[Member], work: W) -> Result<Vec<T>, Error>
+where
+    T: Send,
+    W: Fn(&mut Scan<'c>, usize, &Member) -> Result<T, Error> + Sync,
+{
+    let parts = fold_members(scan, members, |scan, index, member, out: &mut Vec<(usize, T)>| {
+        out.push((index, work(scan, index, member)?));
+        Ok(())
+    })?;
+    let mut all: Vec<(usize, T)> = parts.into_iter().flatten().collect();
+    all.sort_unstable_by_key(|(index, _)| *index);
+    debug_assert!(all.iter().enumerate().all(|(i, (index, _))| i == *index));
+    Ok(all.into_iter().map(|(_, t)| t).collect())
+}
+
+/// The engine of both: every member is passed to `work` exactly once (with
+/// its index), on one of up to `max_threads` threads, each thread folding
+/// into its own accumulator; returns the accumulators.
+fn fold_members<'c, A, W>(scan: &mut Scan<'c>, members: &[Member], work: W) -> Result<Vec<A>, Error>
+where
+    A: Default + Send,
+    W: Fn(&mut Scan<'c>, usize, &Member, &mut A) -> Result<(), Error> + Sync,
+{
     let threads = scan
         .limits
         .max_threads
         .min(members.len() / MIN_MEMBERS_PER_THREAD)
         .max(1);
     if threads == 1 {
-        let mut table = BucketTable::default();
-        for member in members {
+        let mut acc = A::default();
+        for (index, member) in members.iter().enumerate() {
             scan.check_cancel()?;
-            work(scan, member, &mut table)?;
+            work(scan, index, member, &mut acc)?;
         }
-        return Ok(table);
+        return Ok(vec![acc]);
     }
 
     let next = AtomicUsize::new(0);
-    let worker = |mut local: Scan<'c>| -> WorkerResult<'c, K> {
-        let mut table = BucketTable::default();
-        while let Some(member) = members.get(next.fetch_add(1, Ordering::Relaxed)) {
+    let worker = |mut local: Scan<'c>| -> WorkerResult<'c, A> {
+        let mut acc = A::default();
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(member) = members.get(index) else { break };
             local.check_cancel()?;
-            work(&mut local, member, &mut table)?;
+            work(&mut local, index, member, &mut acc)?;
         }
-        Ok((local, table))
+        Ok((local, acc))
     };
-    let results: Vec<thread::Result<WorkerResult<'c, K>>> = thread::scope(|s| {
+    let results: Vec<thread::Result<WorkerResult<'c, A>>> = thread::scope(|s| {
         // `threads - 1` helpers plus the calling thread. A helper that
         // cannot be spawned (thread limit) is simply missing: the others,
         // the calling thread at least, take its share from the counter.
@@ -72,13 +110,13 @@ where
         results
     });
 
-    let mut table = BucketTable::default();
+    let mut accs = Vec::with_capacity(results.len());
     let mut first_error = None;
     for result in results {
         match result {
-            Ok(Ok((local, part))) => {
+            Ok(Ok((local, acc))) => {
                 scan.absorb(local);
-                table.merge(part);
+                accs.push(acc);
             }
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
@@ -90,6 +128,6 @@ where
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok(table),
+        None => Ok(accs),
     }
 }

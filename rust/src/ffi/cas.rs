@@ -8,7 +8,7 @@ use super::buffer::{CtBuffer, CtByteView};
 use super::guard::guard;
 use super::{decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
 use crate::cancel::CancelToken;
-use crate::cas::{self, CasKind, ScanLimits, StoreStats};
+use crate::cas::{self, CasKind, ScanCache, ScanLimits, StoreStats};
 use crate::error::{Error, ErrorCode};
 
 /// `CtCasCell.kind`: an object-file store.
@@ -86,6 +86,31 @@ impl CtCasResult {
     }
 }
 
+/// Opaque cache of per-shard results kept between periodic scans: an obj
+/// shard whose directory did not change is not listed again.
+pub struct CtCasCache {
+    cache: std::sync::Mutex<ScanCache>,
+}
+
+/// A new, empty scan cache; free it with `ct_cas_cache_free`.
+#[no_mangle]
+pub extern "C" fn ct_cas_cache_new() -> *mut CtCasCache {
+    guard(|| Box::into_raw(Box::new(CtCasCache { cache: std::sync::Mutex::new(ScanCache::new()) })))
+        .unwrap_or(std::ptr::null_mut())
+}
+
+/// Frees a cache from `ct_cas_cache_new`; no scan may still use it.
+///
+/// # Safety
+/// `cache` must be null or come from `ct_cas_cache_new`, freed at most once.
+#[no_mangle]
+pub unsafe extern "C" fn ct_cas_cache_free(cache: *mut CtCasCache) {
+    if !cache.is_null() {
+        // SAFETY: the caller guarantees exclusive ownership of a Box we made.
+        let _ = guard(|| drop(unsafe { Box::from_raw(cache) }));
+    }
+}
+
 /// Scans the cells of `req` and returns their gauges (or snapshot span).
 /// A cell that cannot be listed becomes a warning and is left out; the other
 /// cells still report. Returns 0, or a `CtErrorCode` with `out->error_message`.
@@ -93,11 +118,13 @@ impl CtCasResult {
 ///
 /// # Safety
 /// `req` and `out` must be valid; `req->cells` must point to `cell_count`
-/// cells; every view must be valid during the call; `cancel` may be null.
+/// cells; every view must be valid during the call; `cancel` and `cache`
+/// may be null (no reuse between scans without a cache).
 #[no_mangle]
 pub unsafe extern "C" fn ct_scan_cas(
     req: *const CtCasRequest,
     cancel: *const CtCancel,
+    cache: *const CtCasCache,
     out: *mut CtCasResult,
 ) -> i32 {
     if out.is_null() {
@@ -123,7 +150,17 @@ pub unsafe extern "C" fn ct_scan_cas(
         };
         // SAFETY: forwarded to the caller.
         let scan = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
-        run(&scan, token).map_err(|e| (e.code(), e.to_string()))
+        // SAFETY: the caller guarantees cache is live or null.
+        match unsafe { cache.as_ref() } {
+            Some(c) => {
+                // A panic in an earlier scan poisons the lock; the cache is
+                // only ever left consistent (scans commit at the end), so go on.
+                let mut cache = c.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                run(&scan, token, Some(&mut cache))
+            }
+            None => run(&scan, token, None),
+        }
+        .map_err(|e| (e.code(), e.to_string()))
     });
     match outcome {
         Ok(Ok(done)) => {
@@ -253,13 +290,17 @@ fn resource(service: &str, host: &str, variant: &str, user: Vec<(String, String)
     out
 }
 
-fn run(scan: &CasScan, cancel: &CancelToken) -> Result<CasDone, Error> {
+fn run(scan: &CasScan, cancel: &CancelToken, mut cache: Option<&mut ScanCache>) -> Result<CasDone, Error> {
     let mut stores: Vec<(CasKind, StoreStats)> = Vec::new();
     let mut warnings = Vec::new();
     let mut anomalies = 0u64;
     for (kind, path, explicit) in &scan.cells {
         cancel.check()?;
-        match cas::scan_store_with(*kind, path, cancel, scan.limits) {
+        let scanned = match cache.as_deref_mut() {
+            Some(c) => cas::scan_store_cached(*kind, path, cancel, scan.limits, c),
+            None => cas::scan_store_with(*kind, path, cancel, scan.limits),
+        };
+        match scanned {
             Ok(stats) => {
                 anomalies += stats.anomalies.counters().iter().map(|(_, n)| n).sum::<u64>();
                 for w in &stats.warnings {
@@ -323,9 +364,10 @@ mod tests {
             limits: ScanLimits::default(),
         };
         let token = CancelToken::new();
-        let skipped = run(&mk(false), &token).unwrap();
+        let skipped = run(&mk(false), &token, None).unwrap();
         assert_eq!((skipped.cells_scanned, skipped.bytes.len()), (0, 0));
-        let zeros = run(&mk(true), &token).unwrap();
+        let mut cache = ScanCache::new();
+        let zeros = run(&mk(true), &token, Some(&mut cache)).unwrap();
         assert_eq!(zeros.cells_scanned, 1);
         assert!(!zeros.bytes.is_empty());
         assert!(zeros.warnings.iter().any(|w| w.contains("does not exist")));

@@ -10,7 +10,7 @@ mod cas;
 mod guard;
 
 pub use buffer::{CtBuffer, CtByteView};
-pub use cas::{CtCasCell, CtCasRequest, CtCasResult};
+pub use cas::{CtCasCache, CtCasCell, CtCasRequest, CtCasResult};
 use guard::guard;
 
 use crate::cancel::CancelToken;
@@ -20,7 +20,7 @@ use crate::request::{BuildRequest, Limits, Signals, Summary};
 
 /// Bumped on every incompatible change of the types or functions below; the
 /// Go side refuses a library whose version differs from its header's.
-pub const CT_ABI_VERSION: u32 = 2;
+pub const CT_ABI_VERSION: u32 = 3;
 
 /// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
 pub const CT_SIGNAL_TRACES: u32 = 1;
