@@ -75,3 +75,49 @@ bench-receiver: collector venv
 clean:
 	cargo clean
 	rm -rf $(BUILD_DIR) $(FFI_LIB_DIR)
+
+# --- benchmarks and fuzzing (rust) ---
+# None of these run in `make test`. See rust/bench/README.md.
+#   make bench        criterion (1k/10k/100k-rule timing.json → OTLP), peak RSS,
+#                     and ct-cake 13.1.4 side by side (PyPI; several minutes)
+#   make bench-quick  the same for 1k and 10k rules only
+#   make fuzz         each cargo-fuzz target for FUZZ_SECONDS (default 600) s
+#   make prop-long    the property tests with PROPTEST_CASES (default 5000)
+BENCH_RULES        ?= 1000,10000,100000
+BENCH_COMPARE_ARGS ?=
+FUZZ_SECONDS       ?= 600
+FUZZ_PARALLEL      ?= 1
+FUZZ_TARGETS       ?= timing_decode process_build statslog_parse outcomes_parse
+PROPTEST_CASES     ?= 5000
+
+.PHONY: bench bench-quick bench-criterion bench-compare fuzz prop-long
+
+bench: bench-criterion bench-compare
+
+bench-quick:
+	$(MAKE) bench BENCH_RULES=1000,10000
+
+bench-criterion:
+	CT_BENCH_RULES=$(BENCH_RULES) cargo bench --locked -p compiletools-core --bench timing_to_otlp
+	python3 rust/bench/criterion_summary.py
+
+bench-compare:
+	python3 rust/bench/compare_ctcake.py --rules $(BENCH_RULES) $(BENCH_COMPARE_ARGS)
+
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) rust/fuzz/run.sh $(FUZZ_TARGETS)
+
+prop-long:
+	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test prop_timing --test prop_side_files
+# --- end benchmarks and fuzzing ---
+
+# --- cas benchmark ---
+# Not part of `make test`. Obj CAS store scans of a synthetic 100k-entry store
+# (CAS_BENCH_1M=1: also 1M): ct-cache-report 13.1.4 against our uncached
+# (cold/warm) and cached scans; wall time best of CAS_BENCH_RUNS (default 5),
+# peak RSS, ratios. Stores and the ct-cache-report venv are kept in target/.
+.PHONY: bench-cas
+
+bench-cas:
+	python3 rust/bench/cas_bench.py
+# --- end cas benchmark ---
