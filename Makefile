@@ -22,7 +22,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb collector run test test-rust test-go test-e2e venv clean bench-receiver
+.PHONY: build rust header ocb collector run test test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -57,7 +57,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: test-rust test-go test-e2e
+test: test-rust test-go test-e2e test-realbuilds test-casreal
 
 test-rust:
 	cargo test --locked --workspace
@@ -67,6 +67,22 @@ test-go: rust
 
 test-e2e: collector venv
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/e2e
+
+## deps-realbuilds: ccache, ninja, cmake (apt, as root) and a venv with compiletools[otel]==13.1.4
+deps-realbuilds:
+	tests/realbuilds/install-deps.sh
+
+## test-realbuilds: real ct-cake builds (shake/make/ninja/cmake) vs our collector, plus a 20k-rule build
+test-realbuilds: collector venv deps-realbuilds
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/realbuilds
+
+## test-casreal: real CAS stores filled by ct-cake: ct-cache-report --json vs our collector
+test-casreal: collector venv deps-realbuilds
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/casreal
+
+## e2e-full: the larger real-build matrix (46 builds)
+e2e-full: collector venv deps-realbuilds
+	CT_REALBUILDS_FULL=1 OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/realbuilds
 
 ## bench-receiver: idle cost with 10k watched builds, rename→sink latency, backlog throughput
 bench-receiver: collector venv

@@ -1,0 +1,77 @@
+"""Our collector (the ocb-built otelcol-compiletools) configured for real builds.
+
+Reuses tests/e2e/collector.py's process handling (start, health probe,
+SIGTERM -> SIGKILL, logs); only the config differs: traces AND metrics
+pipelines, the receiver's capture / statslog mapping / git commit options,
+and host_name = the host name ct-cake itself reports (socket.gethostname()),
+so host.name and service.instance.id can be compared with ct-cake's.
+"""
+
+import json
+import socket
+
+import e2e_path  # noqa: F401
+import collector as e2e_collector
+
+POLL_INTERVAL = "200ms"
+SETTLE_TIMEOUT = "2s"
+
+
+def host_name():
+    """What ct-cake puts into host.name (compiletools uses socket.gethostname())."""
+    return socket.gethostname()
+
+
+def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", git_max_lag="30s",
+                    metrics_as_spans=False):
+    return {
+        "include": [str(p) for p in include],
+        "poll_interval": POLL_INTERVAL,
+        "settle_timeout": SETTLE_TIMEOUT,
+        "start_at": start_at,
+        "host_name": host_name(),
+        "metrics_as_spans": metrics_as_spans,
+        "git_commit": {"enabled": True, "max_lag": git_max_lag},
+        "capture": {
+            "enabled": True,
+            # On the builds' filesystem: captures are hard links.
+            "directory": str(capture_dir),
+            "statslogs": [{"include": str(inc), "path": str(path)} for inc, path in statslogs],
+        },
+    }
+
+
+def render(receiver, exporter_endpoint, health_port):
+    """The whole config as JSON, which is valid YAML."""
+    return json.dumps({
+        "receivers": {"compiletools": receiver},
+        "exporters": {"otlp_http": {
+            "endpoint": exporter_endpoint,
+            "timeout": "30s",
+            "retry_on_failure": {"enabled": True, "initial_interval": "100ms",
+                                 "max_interval": "500ms", "max_elapsed_time": "20s"},
+        }},
+        "extensions": {"health_check": {"endpoint": f"127.0.0.1:{health_port}"}},
+        "service": {
+            "extensions": ["health_check"],
+            "telemetry": {"metrics": {"level": "none"}},
+            "pipelines": {
+                "traces": {"receivers": ["compiletools"], "exporters": ["otlp_http"]},
+                "metrics": {"receivers": ["compiletools"], "exporters": ["otlp_http"]},
+            },
+        },
+    }, indent=2) + "\n"
+
+
+class OurCollector(e2e_collector.Collector):
+    def __init__(self, binary, workdir, receiver, exporter_endpoint):
+        super().__init__(binary, workdir, include=receiver["include"], exporter_endpoint=exporter_endpoint)
+        # Same process handling as the e2e harness, our own config.
+        self.config_path.write_text(render(receiver, exporter_endpoint, self.health_port))
+
+
+def binary_path():
+    return e2e_collector.binary_path()
+
+
+CollectorMissing = e2e_collector.CollectorMissing

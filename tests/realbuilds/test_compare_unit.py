@@ -1,0 +1,45 @@
+"""compare.py's own building blocks (no build, no collector needed)."""
+
+import compare
+
+
+def test_trace_and_span_ids_follow_the_published_vectors():
+    # README.md "Deterministic IDs" test vectors
+    tid = compare.expected_trace_id("vm", "/home/dev/runs/01-geom-shake-cold/diag/20261130T034340-24175",
+                                    "2026-11-30T03:43:45.418084+00:00")
+    assert tid.hex() == "0f3d7890ecf972a576c8476ff3fb263a"
+    assert compare.expected_trace_id("", "", "").hex() == "b1d90b22e5d462a9a1357adecd18d508"
+    assert compare.expected_trace_id("build-host-01.example", "/var/tmp/ct/20260101T000000-1",
+                                     "2026-01-01T00:00:00+00:00").hex() == "5bf301b232d4ceda5a807f3d6a3c2faa"
+    assert compare.expected_span_id(tid, ()).hex() == "5e65710d95e8d4b2"
+    assert compare.expected_span_id(tid, (0,)).hex() == "6403bbd657236d24"
+    assert compare.expected_span_id(tid, (4, 2)).hex() == "394a0814fc644676"
+    assert compare.expected_span_id(tid, (4294967295, 0, 7)).hex() == "599da7edcf07a857"
+
+
+def test_statslog_blocks_give_each_source_its_primary_outcome(tmp_path):
+    p = tmp_path / "ccache.statslog"
+    p.write_text("# \ncalled_for_preprocessing\n# /w/src/a.cpp\ndirect_cache_miss\ncache_miss\n"
+                 "local_storage_write\n# /w/src/b.cpp\ndirect_cache_hit\n# /w/src/c.cpp\ncompile_failed\n"
+                 "# /w/src/a.cpp\r\npreprocessed_cache_hit\r\nbad line\n")
+    blocks = compare.statslog_blocks(str(p))
+    assert blocks["/w/src/a.cpp"] == ["cache_miss", "preprocessed_cache_hit"]
+    assert blocks["/w/src/b.cpp"] == ["direct_cache_hit"]
+    assert blocks["/w/src/c.cpp"] == [None]
+    assert blocks[""] == [None]
+
+
+def test_anchored_event_count_skips_unanchored_rules():
+    doc = {"start_s": 100.0, "total_elapsed_s": 10.0, "phases": [
+        {"name": "build_execution", "start_s": 100.5, "end_s": 109.0, "rules": [
+            {"name": "a.cpp", "rule_type": "compile", "start_s": 101.0, "end_s": 102.0},
+            {"name": "b.cpp", "rule_type": "compile", "start_s": 0.0, "end_s": 1.0},
+            {"name": "c.cpp", "rule_type": "compile", "start_s": -5.0, "end_s": 102.0}]}]}
+    assert compare.anchored_event_count(doc) == 3
+    assert compare.timing_paths(doc) == [(), (0,), (0, 0), (0, 1), (0, 2)]
+
+
+def test_every_intended_difference_is_documented_once():
+    ids = [d[0] for d in compare.INTENDED_DIFFERENCES]
+    assert len(ids) == len(set(ids))
+    assert all(len(d) == 4 and all(d) for d in compare.INTENDED_DIFFERENCES)
