@@ -12,9 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
-
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // CASCache keeps per-shard scan results in the core between periodic scans,
@@ -101,19 +98,11 @@ func ScanCAS(ctx context.Context, req CASRequest, cache *CASCache) (CASResult, e
 	if w := bufferBytes(out.warnings); len(w) > 0 {
 		res.Warnings = strings.Split(string(w), "\n")
 	}
-	if b := bufferBytes(out.metrics); len(b) > 0 {
-		md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b)
-		if err != nil {
-			return CASResult{}, &Error{Code: CodeDecode, Message: "cas metrics: " + err.Error()}
-		}
-		res.Metrics, res.HasMetrics = md, true
+	if res.Metrics, res.HasMetrics, err = decodeMetrics(out.metrics); err != nil {
+		return CASResult{}, err
 	}
-	if b := bufferBytes(out.traces); len(b) > 0 {
-		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
-		if err != nil {
-			return CASResult{}, &Error{Code: CodeDecode, Message: "cas traces: " + err.Error()}
-		}
-		res.Traces, res.HasTraces = td, true
+	if res.Traces, res.HasTraces, err = decodeTraces(out.traces); err != nil {
+		return CASResult{}, err
 	}
 	return res, nil
 }

@@ -96,24 +96,42 @@ func decodeResult(out *C.CtBuildResult) (Result, error) {
 	if w := bufferBytes(out.warnings); len(w) > 0 {
 		res.Warnings = strings.Split(string(w), "\n")
 	}
-	// pdata's unmarshalers copy every string and byte slice out of the input,
-	// so decoding straight from Rust memory is safe and the buffer can be
-	// freed as soon as this function returns.
-	if b := bufferBytes(out.traces); len(b) > 0 {
-		td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
-		if err != nil {
-			return Result{}, &Error{Code: CodeDecode, Message: "traces: " + err.Error()}
-		}
-		res.Traces, res.HasTraces = td, true
+	var err error
+	if res.Traces, res.HasTraces, err = decodeTraces(out.traces); err != nil {
+		return Result{}, err
 	}
-	if b := bufferBytes(out.metrics); len(b) > 0 {
-		md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(b)
-		if err != nil {
-			return Result{}, &Error{Code: CodeDecode, Message: "metrics: " + err.Error()}
-		}
-		res.Metrics, res.HasMetrics = md, true
+	if res.Metrics, res.HasMetrics, err = decodeMetrics(out.metrics); err != nil {
+		return Result{}, err
 	}
 	return res, nil
+}
+
+// decodeTraces turns a Rust buffer into pdata. pdata's unmarshalers copy
+// every string and byte slice out of the input, so decoding straight from
+// Rust memory is safe and the buffer can be freed right after.
+func decodeTraces(b C.CtBuffer) (ptrace.Traces, bool, error) {
+	raw := bufferBytes(b)
+	if len(raw) == 0 {
+		return ptrace.Traces{}, false, nil
+	}
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(raw)
+	if err != nil {
+		return ptrace.Traces{}, false, &Error{Code: CodeDecode, Message: "traces: " + err.Error()}
+	}
+	return td, true, nil
+}
+
+// decodeMetrics is decodeTraces for metrics.
+func decodeMetrics(b C.CtBuffer) (pmetric.Metrics, bool, error) {
+	raw := bufferBytes(b)
+	if len(raw) == 0 {
+		return pmetric.Metrics{}, false, nil
+	}
+	md, err := (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics(raw)
+	if err != nil {
+		return pmetric.Metrics{}, false, &Error{Code: CodeDecode, Message: "metrics: " + err.Error()}
+	}
+	return md, true, nil
 }
 
 // bufferBytes views a Rust-owned buffer without copying; valid until freed.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::buffer::{CtBuffer, CtByteView};
 use super::guard::guard;
-use super::{decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
+use super::{call, decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
 use crate::cancel::CancelToken;
 use crate::cas::{self, CasKind, ScanCache, ScanLimits, StoreStats};
 use crate::error::{Error, ErrorCode};
@@ -134,20 +134,7 @@ pub unsafe extern "C" fn ct_scan_cas(
     unsafe { out.write(CtCasResult::empty()) };
     // SAFETY: as above; the only reference during the call.
     let out = unsafe { &mut *out };
-    let outcome = guard(|| {
-        // SAFETY: the caller guarantees req is valid or null.
-        let Some(req) = (unsafe { req.as_ref() }) else {
-            return Err((ErrorCode::InvalidRequest, "null request".to_owned()));
-        };
-        let local_token;
-        // SAFETY: the caller guarantees cancel is live or null.
-        let token = match unsafe { cancel.as_ref() } {
-            Some(c) => &c.token,
-            None => {
-                local_token = CancelToken::new();
-                &local_token
-            }
-        };
+    let body = |req: &CtCasRequest, token: &CancelToken| {
         // SAFETY: forwarded to the caller.
         let scan = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
         // SAFETY: the caller guarantees cache is live or null.
@@ -161,9 +148,11 @@ pub unsafe extern "C" fn ct_scan_cas(
             None => run(&scan, token, None),
         }
         .map_err(|e| (e.code(), e.to_string()))
-    });
+    };
+    // SAFETY: forwarded to the caller (see above).
+    let outcome = unsafe { call(req, cancel, body) };
     match outcome {
-        Ok(Ok(done)) => {
+        Ok(done) => {
             out.cells_scanned = done.cells_scanned;
             out.points = done.points;
             out.anomalies = done.anomalies;
@@ -177,13 +166,9 @@ pub unsafe extern "C" fn ct_scan_cas(
             }
             ErrorCode::Ok as i32
         }
-        Ok(Err((code, message))) => {
+        Err((code, message)) => {
             out.error_message = CtBuffer::from_string(message);
             code as i32
-        }
-        Err(panic_message) => {
-            out.error_message = CtBuffer::from_string(panic_message);
-            ErrorCode::Panic as i32
         }
     }
 }

@@ -167,30 +167,19 @@ pub unsafe extern "C" fn ct_process_build(
     // SAFETY: as above; we hold the only reference during the call.
     let out = unsafe { &mut *out };
 
-    let outcome = guard(|| {
-        // SAFETY: the caller guarantees req is valid or null.
-        let Some(req) = (unsafe { req.as_ref() }) else {
-            return Err((ErrorCode::InvalidRequest, "null request".to_owned()));
-        };
-        // SAFETY: the caller guarantees cancel is live or null.
-        let local_token;
-        let token = match unsafe { cancel.as_ref() } {
-            Some(c) => &c.token,
-            None => {
-                local_token = CancelToken::new();
-                &local_token
-            }
-        };
+    let body = |req: &CtBuildRequest, token: &CancelToken| {
         if req.flags & CT_FLAG_FORCE_PANIC != 0 {
             panic!("forced panic (CT_FLAG_FORCE_PANIC test hook)");
         }
         // SAFETY: the caller guarantees every view is valid during the call.
         let request = unsafe { decode_request(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
         process_build(&request, token).map_err(|e| (e.code(), e.to_string()))
-    });
+    };
+    // SAFETY: forwarded to the caller (see above).
+    let outcome = unsafe { call(req, cancel, body) };
 
     match outcome {
-        Ok(Ok(output)) => {
+        Ok(output) => {
             fill_summary(out, &output.summary);
             out.traces = output.traces.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
             out.metrics = output
@@ -199,13 +188,9 @@ pub unsafe extern "C" fn ct_process_build(
                 .unwrap_or(CtBuffer::empty());
             ErrorCode::Ok as i32
         }
-        Ok(Err((code, message))) => {
+        Err((code, message)) => {
             out.error_message = CtBuffer::from_string(message);
             code as i32
-        }
-        Err(panic_message) => {
-            out.error_message = CtBuffer::from_string(panic_message);
-            ErrorCode::Panic as i32
         }
     }
 }
@@ -230,6 +215,40 @@ pub unsafe extern "C" fn ct_build_result_free(res: *mut CtBuildResult) {
             res.error_message.release();
         }
     });
+}
+
+/// Runs the body of an exported call: a null request is an error, a null
+/// cancel token means "never cancelled", and a panic or an error becomes a
+/// code plus a message, so nothing unwinds into C.
+///
+/// # Safety
+/// `req` must be valid or null; `cancel` must be live or null.
+pub(crate) unsafe fn call<Req, T>(
+    req: *const Req,
+    cancel: *const CtCancel,
+    body: impl FnOnce(&Req, &CancelToken) -> Result<T, (ErrorCode, String)>,
+) -> Result<T, (i32, String)> {
+    let outcome = guard(|| {
+        // SAFETY: the caller guarantees req is valid or null.
+        let Some(req) = (unsafe { req.as_ref() }) else {
+            return Err((ErrorCode::InvalidRequest, "null request".to_owned()));
+        };
+        let local_token;
+        // SAFETY: the caller guarantees cancel is live or null.
+        let token = match unsafe { cancel.as_ref() } {
+            Some(c) => &c.token,
+            None => {
+                local_token = CancelToken::new();
+                &local_token
+            }
+        };
+        body(req, token)
+    });
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err((code, message))) => Err((code as i32, message)),
+        Err(panic_message) => Err((ErrorCode::Panic as i32, panic_message)),
+    }
 }
 
 fn fill_summary(out: &mut CtBuildResult, s: &Summary) {
