@@ -48,7 +48,9 @@ fn rule_counts() -> Vec<u64> {
 
 /// Makes (or reuses and re-checks) the input through `rust/bench/inputs.py`.
 fn ensure_input(rules: u64) -> Input {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench").join("inputs.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bench")
+        .join("inputs.py");
     let python = std::env::var("CT_BENCH_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let out = Command::new(&python)
         .arg(&script)
@@ -101,11 +103,9 @@ fn bench_process_build(c: &mut Criterion) {
             .measurement_time(Duration::from_secs(secs))
             .sampling_mode(mode)
             .throughput(Throughput::Bytes(input.bytes));
-        group.bench_with_input(
-            BenchmarkId::new("process_build", input.rules),
-            &req,
-            |b, req| b.iter(|| process_build(std::hint::black_box(req), &cancel).expect("process_build")),
-        );
+        group.bench_with_input(BenchmarkId::new("process_build", input.rules), &req, |b, req| {
+            b.iter(|| process_build(std::hint::black_box(req), &cancel).expect("process_build"))
+        });
     }
     group.finish();
 }

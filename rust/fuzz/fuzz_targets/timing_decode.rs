@@ -11,7 +11,9 @@ mod trace_check;
 
 use std::path::Path;
 
-use compiletools_core::otlp::{build_resource, build_trace_request, encode_trace_request, root_attributes, TraceInput};
+use compiletools_core::otlp::{
+    build_resource, build_trace_request, encode_trace_request, root_attributes, TraceInput,
+};
 use compiletools_core::timing::{aggregates, decode::decode, CcacheHits, Clock, LenientText};
 use compiletools_core::warnings::Warnings;
 use compiletools_core::{BuildRequest, CancelToken, Limits};
@@ -31,7 +33,10 @@ fuzz_target!(|data: &[u8]| {
     let text = LenientText::from_bytes(data.to_vec());
     if let Ok(s) = std::str::from_utf8(data) {
         if text.lone_surrogates == 0 {
-            assert_eq!(text.text, s, "valid UTF-8 without lone surrogates passes unchanged");
+            assert_eq!(
+                text.text, s,
+                "valid UTF-8 without lone surrogates passes unchanged"
+            );
         }
         assert_eq!(text.text.len(), s.len(), "surrogate repair keeps the length");
     }
