@@ -13,6 +13,11 @@ GOARCH        := $(shell go env GOARCH)
 BUILD_DIR     := _build
 TOOLS_DIR     := $(BUILD_DIR)/tools
 OCB           := $(TOOLS_DIR)/builder
+# mdatagen is not served for v0.160–v0.165 by the Go module proxy here;
+# v0.159.0 is the newest version that resolves, and its output builds
+# against the pinned v0.165.0 collector.
+MDATAGEN_VERSION := v0.159.0
+MDATAGEN      := $(TOOLS_DIR)/mdatagen
 RUST_LIB      := target/release/libcompiletools_core.a
 FFI_LIB_DIR   := go-receiver/internal/ffi/lib/$(GOOS)_$(GOARCH)
 COLLECTOR     := $(BUILD_DIR)/otelcol-compiletools/otelcol-compiletools
@@ -22,7 +27,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb collector run test test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust header ocb generate collector run test test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -41,6 +46,19 @@ $(OCB):
 	GOBIN=$(abspath $(TOOLS_DIR)) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
 ocb: $(OCB)
+
+$(MDATAGEN):
+	rm -rf $(TOOLS_DIR)/mdatagen-src && mkdir -p $(TOOLS_DIR)/mdatagen-src
+	cd $(TOOLS_DIR)/mdatagen-src && go mod init mdatagen-tool >/dev/null 2>&1 \
+	  && GOPROXY=https://proxy.golang.org go get go.opentelemetry.io/collector/cmd/mdatagen@$(MDATAGEN_VERSION) \
+	  && go build -o $(abspath $(MDATAGEN)) go.opentelemetry.io/collector/cmd/mdatagen
+
+## generate: regenerate go-receiver's metadata code, tests and documentation.md from metadata.yaml.
+## mdatagen names the Go package after the directory, so it runs through a
+## link named like the package.
+generate: $(MDATAGEN)
+	mkdir -p $(BUILD_DIR)/gen && ln -sfn $(abspath go-receiver) $(BUILD_DIR)/gen/compiletoolsreceiver
+	cd $(BUILD_DIR)/gen/compiletoolsreceiver && $(abspath $(MDATAGEN)) metadata.yaml
 
 ## collector: the custom collector distribution (ocb-manifest.yaml)
 collector: rust $(OCB)

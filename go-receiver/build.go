@@ -64,8 +64,8 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	for _, w := range res.Warnings {
 		r.logger.Warn("build read with a problem", zap.String("path", b.Dir), zap.String("warning", w))
 	}
-	r.telemetry.unanchored.Add(ctx, int64(res.Summary.UnanchoredRules))
-	r.telemetry.droppedAttrs.Add(ctx, int64(res.Summary.DroppedAttributes))
+	r.telemetry.ReceiverCompiletoolsUnanchoredEvents.Add(ctx, int64(res.Summary.UnanchoredRules))
+	r.telemetry.ReceiverCompiletoolsDroppedAttributes.Add(ctx, int64(res.Summary.DroppedAttributes))
 
 	delivered, dropped, retry := pending.delivered, false, false
 	record := func(sig ffi.Signals, err error) {
@@ -108,7 +108,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		dropped = true // retries disabled or their time budget spent
 		r.logger.Warn("consumer kept failing; dropping build", zap.String("path", b.Dir))
 	}
-	r.telemetry.buildLag.Record(ctx, r.now().Sub(b.ModTime).Seconds())
+	r.telemetry.ReceiverCompiletoolsBuildLag.Record(ctx, r.now().Sub(b.ModTime).Seconds())
 	if dropped {
 		r.telemetry.build(ctx, outcomeDropped)
 		r.settle(ctx, b, checkpoint.Dropped, uint32(delivered))

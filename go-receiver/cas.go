@@ -114,17 +114,17 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 			MaxThreads:         uint32(r.cfg.CAS.MaxThreads),
 		}
 		res, err := ffi.ScanCAS(ctx, req, cache)
-		r.telemetry.casScanDuration.Record(ctx, r.now().Sub(start).Seconds())
+		r.telemetry.ReceiverCompiletoolsCasScanDuration.Record(ctx, r.now().Sub(start).Seconds())
 		if err != nil {
 			if ffi.CodeOf(err) == ffi.CodeCancelled {
 				return
 			}
-			r.telemetry.casScanErrors.Add(ctx, 1)
+			r.telemetry.ReceiverCompiletoolsCasScanErrors.Add(ctx, 1)
 			r.logger.Warn("CAS scan failed", zap.String("variant", g.variant), zap.Error(err))
 			continue
 		}
 		if res.Anomalies > 0 {
-			r.telemetry.casAnomalies.Add(ctx, int64(res.Anomalies))
+			r.telemetry.ReceiverCompiletoolsCasAnomalies.Add(ctx, int64(res.Anomalies))
 		}
 		for _, w := range res.Warnings {
 			r.logger.Warn("CAS scan", zap.String("variant", g.variant), zap.String("warning", w))

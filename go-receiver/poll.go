@@ -24,7 +24,7 @@ const checkpointTimeout = 5 * time.Second
 func (r *compiletoolsReceiver) poll(ctx context.Context) {
 	scan := r.finder.Find(r.settled)
 	for _, p := range scan.Problems {
-		r.telemetry.pathProblems.Add(ctx, 1)
+		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, 1)
 		if r.pending.firstProblem(p.Path) {
 			r.logger.Warn("cannot examine path; skipping it", zap.String("path", p.Path), zap.Error(p.Err))
 		}
@@ -33,7 +33,7 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 		for _, dir := range scan.Running {
 			n, err := r.capturer.Observe(dir)
 			if n > 0 {
-				r.telemetry.capturedFiles.Add(ctx, int64(n))
+				r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(ctx, int64(n))
 			}
 			if err != nil && r.pending.firstProblem(dir+"#capture") {
 				r.logger.Warn("cannot capture transient build files", zap.String("path", dir), zap.Error(err))
