@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
-use compiletools_core::otlp::{build_resource, encode_trace_request, root_attributes, TraceInput};
+use compiletools_core::otlp::{build_resource, encode_trace_request_into, root_attributes, TraceInput};
 use compiletools_core::timing::{self, aggregates, Clock};
 use compiletools_core::warnings::Warnings;
 use compiletools_core::{BuildRequest, CancelToken};
@@ -166,7 +166,8 @@ fn main() -> ExitCode {
             root_attributes: root_attributes(&agg, req.limits.max_attribute_len),
             max_attribute_len: req.limits.max_attribute_len,
         };
-        let (bytes, stats) = encode_trace_request(input, text.text.len(), &mut w);
+        // As process_build: the output reuses the text's buffer.
+        let (bytes, stats) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);
         s.end("spans + encode");
         let work_ms = total.elapsed().as_secs_f64() * 1e3;
 
@@ -174,7 +175,6 @@ fn main() -> ExitCode {
         let out_len = bytes.len();
         let out_cap = bytes.capacity();
         drop(build);
-        drop(text);
         drop(bytes);
         s.end("free");
         println!(

@@ -67,14 +67,42 @@ pub fn trace_id(host: &str, canonical_dir: &[u8], timestamp: &str) -> [u8; 16] {
 
 /// The span id of the event at `index_path` (empty for the root) in `trace_id`.
 pub fn span_id(trace_id: &[u8; 16], index_path: &[u32]) -> [u8; 8] {
-    let mut path = Vec::with_capacity(index_path.len() * 4);
-    for index in index_path {
-        path.extend_from_slice(&index.to_be_bytes());
+    SpanIds::new(trace_id).span_id(index_path)
+}
+
+/// The span ids of one trace, for computing many: the hash state after the
+/// two fields every span id of the trace shares is computed once and
+/// cloned per span, and the index path is hashed without an allocation.
+#[derive(Clone)]
+pub struct SpanIds {
+    prefix: Sha256,
+}
+
+impl SpanIds {
+    pub fn new(trace_id: &[u8; 16]) -> Self {
+        let mut prefix = Sha256::new();
+        update_field(&mut prefix, SPAN_DOMAIN);
+        update_field(&mut prefix, trace_id);
+        Self { prefix }
     }
-    let fields: [&[u8]; 3] = [SPAN_DOMAIN, trace_id, &path];
-    let mut id = [0u8; 8];
-    hash_nonzero(&fields, &mut id);
-    id
+
+    /// [`span_id`] of the event at `index_path`.
+    pub fn span_id(&self, index_path: &[u32]) -> [u8; 8] {
+        let mut hasher = self.prefix.clone();
+        // field(index_path): its byte length, then the u32s big-endian,
+        // gathered in chunks so that the hasher sees few, larger updates.
+        hasher.update(((index_path.len() as u64) * 4).to_be_bytes());
+        let mut chunk = [0u8; 64];
+        for indexes in index_path.chunks(chunk.len() / 4) {
+            for (dst, index) in chunk.chunks_exact_mut(4).zip(indexes) {
+                dst.copy_from_slice(&index.to_be_bytes());
+            }
+            hasher.update(&chunk[..indexes.len() * 4]);
+        }
+        let mut id = [0u8; 8];
+        finish_nonzero(hasher, &mut id);
+        id
+    }
 }
 
 /// The span id of the build's `ct.ccache.snapshot` span in `trace_id`.
@@ -92,6 +120,12 @@ fn hash_nonzero(fields: &[&[u8]], out: &mut [u8]) {
     for field in fields {
         update_field(&mut base, field);
     }
+    finish_nonzero(base, out);
+}
+
+/// Fills `out` with the leading bytes of the hash `base` has been fed,
+/// re-hashing with an appended counter field while they are all zeros.
+fn finish_nonzero(base: Sha256, out: &mut [u8]) {
     let digest = base.clone().finalize();
     out.copy_from_slice(&digest[..out.len()]);
     let mut counter: u32 = 0;
@@ -173,6 +207,30 @@ mod tests {
         ];
         for (path, want) in cases {
             assert_eq!(to_hex(&span_id(&tid, path)), want, "span_id({path:?})");
+        }
+    }
+
+    #[test]
+    fn span_ids_of_one_trace_match_span_id() {
+        let tid = [0x5a; 16];
+        let ids = SpanIds::new(&tid);
+        let long: Vec<u32> = (0..40).map(|i| i * 7919).collect();
+        for path in [
+            &[][..],
+            &[0],
+            &[4, 2],
+            &[u32::MAX, 0, 7],
+            &long[..16],
+            &long[..17],
+            &long,
+        ] {
+            let mut bytes = Vec::new();
+            for i in path {
+                bytes.extend_from_slice(&i.to_be_bytes());
+            }
+            let mut want = [0u8; 8];
+            hash_nonzero(&[SPAN_DOMAIN, &tid, &bytes], &mut want);
+            assert_eq!(ids.span_id(path), want, "{path:?}");
         }
     }
 

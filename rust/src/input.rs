@@ -1,5 +1,7 @@
 //! Reading one untrusted input file within the size limit.
 
+pub(crate) mod pages;
+
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -71,6 +73,7 @@ fn read_capped(reader: impl Read, expected_len: u64, max_bytes: u64) -> io::Resu
     bytes
         .try_reserve_exact(capacity)
         .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+    pages::advise_huge_pages(&mut bytes);
     // read_to_end keeps what it read before an error (and retries EINTR).
     let error = reader
         .take(max_bytes.saturating_add(1))

@@ -87,9 +87,11 @@ fn large_build_to_otlp() {
     stages(&dir);
 }
 
-/// Where the time goes, stage by stage, through the public building blocks.
+/// Where the time goes, stage by stage, through the public building blocks
+/// in the order `process_build` uses them (the output reuses the text's
+/// buffer once the model is decoded).
 fn stages(dir: &std::path::Path) {
-    use compiletools_core::otlp::{build_resource, encode_trace_request, root_attributes, TraceInput};
+    use compiletools_core::otlp::{build_resource, encode_trace_request_into, root_attributes, TraceInput};
     use compiletools_core::timing::{self, aggregates, Clock};
     use compiletools_core::warnings::Warnings;
     use compiletools_core::Limits;
@@ -115,11 +117,10 @@ fn stages(dir: &std::path::Path) {
         root_attributes: root_attributes(&agg, 4096),
         max_attribute_len: 4096,
     };
-    let (bytes, _) = encode_trace_request(input, text.text.len(), &mut w);
+    let (bytes, _) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);
     let t_encode = t.elapsed();
     let t = Instant::now();
     drop(build);
-    drop(text);
     drop(bytes);
     let t_drop = t.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;

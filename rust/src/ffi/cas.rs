@@ -95,8 +95,12 @@ pub struct CtCasCache {
 /// A new, empty scan cache; free it with `ct_cas_cache_free`.
 #[no_mangle]
 pub extern "C" fn ct_cas_cache_new() -> *mut CtCasCache {
-    guard(|| Box::into_raw(Box::new(CtCasCache { cache: std::sync::Mutex::new(ScanCache::new()) })))
-        .unwrap_or(std::ptr::null_mut())
+    guard(|| {
+        Box::into_raw(Box::new(CtCasCache {
+            cache: std::sync::Mutex::new(ScanCache::new()),
+        }))
+    })
+    .unwrap_or(std::ptr::null_mut())
 }
 
 /// Frees a cache from `ct_cas_cache_new`; no scan may still use it.
@@ -168,7 +172,7 @@ pub unsafe extern "C" fn ct_scan_cas(
         }
         Err((code, message)) => {
             out.error_message = CtBuffer::from_string(message);
-            code as i32
+            code
         }
     }
 }
@@ -180,7 +184,9 @@ pub unsafe extern "C" fn ct_scan_cas(
 #[no_mangle]
 pub unsafe extern "C" fn ct_cas_result_free(res: *mut CtCasResult) {
     // SAFETY: the caller guarantees res is valid or null.
-    let Some(res) = (unsafe { res.as_mut() }) else { return };
+    let Some(res) = (unsafe { res.as_mut() }) else {
+        return;
+    };
     let _ = guard(|| {
         // SAFETY: every buffer came from CtBuffer::from_vec; release empties it.
         unsafe {
@@ -267,7 +273,10 @@ fn resource(service: &str, host: &str, variant: &str, user: Vec<(String, String)
     }
     const BUILT_IN: [&str; 4] = ["service.name", "service.namespace", "host.name", "ct.variant"];
     for (k, v) in user {
-        if !k.is_empty() && !v.is_empty() && !BUILT_IN.contains(&k.as_str()) && !out.iter().any(|(ok, _)| *ok == k)
+        if !k.is_empty()
+            && !v.is_empty()
+            && !BUILT_IN.contains(&k.as_str())
+            && !out.iter().any(|(ok, _)| *ok == k)
         {
             out.push((k, v));
         }
@@ -317,7 +326,14 @@ fn run(scan: &CasScan, cancel: &CancelToken, mut cache: Option<&mut ScanCache>) 
     } else {
         cas::cas_metrics_request(&stores, &scan.resource, scan.time_unix_nano)
     };
-    Ok(CasDone { bytes, as_spans: scan.as_spans, cells_scanned, points, anomalies, warnings })
+    Ok(CasDone {
+        bytes,
+        as_spans: scan.as_spans,
+        cells_scanned,
+        points,
+        anomalies,
+        warnings,
+    })
 }
 
 #[cfg(test)]
@@ -330,10 +346,23 @@ mod tests {
             "s",
             "h",
             "v",
-            vec![("host.name".into(), "x".into()), ("team".into(), "t".into()), ("".into(), "e".into())],
+            vec![
+                ("host.name".into(), "x".into()),
+                ("team".into(), "t".into()),
+                ("".into(), "e".into()),
+            ],
         );
         let keys: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["service.name", "service.namespace", "host.name", "ct.variant", "team"]);
+        assert_eq!(
+            keys,
+            [
+                "service.name",
+                "service.namespace",
+                "host.name",
+                "ct.variant",
+                "team"
+            ]
+        );
         assert_eq!(r[2].1, "h");
     }
 

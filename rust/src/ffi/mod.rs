@@ -190,7 +190,7 @@ pub unsafe extern "C" fn ct_process_build(
         }
         Err((code, message)) => {
             out.error_message = CtBuffer::from_string(message);
-            code as i32
+            code
         }
     }
 }

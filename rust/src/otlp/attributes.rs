@@ -85,7 +85,7 @@ impl AttrBuilder {
 
     /// Lifts one metadata entry: null is skipped silently (compiletools skips
     /// it too), unsupported values are dropped and counted.
-    pub fn metadata(&mut self, key: &str, value: &MetaValue) {
+    pub fn metadata(&mut self, key: &str, value: MetaValue) {
         let max_len = self.max_len;
         let v = match value {
             MetaValue::Null => return,
@@ -98,9 +98,9 @@ impl AttrBuilder {
                 set_string(self.slot(key, builtins).0, truncate(s, max_len));
                 return;
             }
-            MetaValue::Bool(b) => Value::BoolValue(*b),
-            MetaValue::Int(i) => Value::IntValue(*i),
-            MetaValue::Double(d) => Value::DoubleValue(*d),
+            MetaValue::Bool(b) => Value::BoolValue(b),
+            MetaValue::Int(i) => Value::IntValue(i),
+            MetaValue::Double(d) => Value::DoubleValue(d),
             MetaValue::BoolArray(v) => array(v.iter().map(|b| Value::BoolValue(*b))),
             MetaValue::IntArray(v) => array(v.iter().map(|i| Value::IntValue(*i))),
             MetaValue::DoubleArray(v) => array(v.iter().map(|d| Value::DoubleValue(*d))),
@@ -176,9 +176,9 @@ fn array(values: impl Iterator<Item = Value>) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
+    use crate::timing::model::event_for_test;
+    use crate::timing::StrArray;
 
     fn value_of(kv: &KeyValue) -> &Value {
         kv.value.as_ref().unwrap().value.as_ref().unwrap()
@@ -195,14 +195,18 @@ mod tests {
 
     #[test]
     fn metadata_lifting() {
+        let rule = event_for_test(r#"{"name": "r", "metadata": {"a": ["123456"]}}"#);
+        let Some(str_array) = rule.metadata_value("a") else {
+            panic!("no array")
+        };
         let mut b = AttrBuilder::new(4);
-        b.metadata("s", &MetaValue::Str(Cow::Borrowed("abcdefgh")));
-        b.metadata("n", &MetaValue::Null);
-        b.metadata("o", &MetaValue::Unsupported { truthy: true });
-        b.metadata("i", &MetaValue::Int(0));
-        b.metadata("d", &MetaValue::Double(5e-6));
-        b.metadata("a", &MetaValue::StrArray(vec![Cow::Borrowed("123456")]));
-        b.metadata("e", &MetaValue::StrArray(vec![]));
+        b.metadata("s", MetaValue::Str("abcdefgh"));
+        b.metadata("n", MetaValue::Null);
+        b.metadata("o", MetaValue::Unsupported { truthy: true });
+        b.metadata("i", MetaValue::Int(0));
+        b.metadata("d", MetaValue::Double(5e-6));
+        b.metadata("a", str_array);
+        b.metadata("e", MetaValue::StrArray(StrArray::empty()));
         let (attrs, dropped) = b.finish();
         assert_eq!(dropped, 1);
         let keys: Vec<&str> = attrs.iter().map(|kv| kv.key.as_str()).collect();
@@ -224,7 +228,7 @@ mod tests {
     fn recycling_gives_the_same_attributes() {
         let mut b = AttrBuilder::new(100);
         b.string("a", "first");
-        b.metadata("m", &MetaValue::Str(Cow::Borrowed("meta")));
+        b.metadata("m", MetaValue::Str("meta"));
         b.int("i", 1);
         let (prev, spare, _) = b.finish_recycling();
         let mut b = AttrBuilder::recycling(100, prev, spare);
@@ -243,7 +247,7 @@ mod tests {
         let mut b = AttrBuilder::new(100);
         b.string("ct.target", "a");
         b.int("x", 1);
-        b.metadata("ct.target", &MetaValue::Int(2));
+        b.metadata("ct.target", MetaValue::Int(2));
         let (attrs, _) = b.finish();
         assert_eq!(attrs.len(), 2);
         assert_eq!(attrs[0].key, "ct.target");

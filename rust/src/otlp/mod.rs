@@ -15,6 +15,6 @@ pub use resource::{build_resource, with_invocation_id};
 pub use root::{ccache_attributes, root_attributes, root_attributes_with_ccache};
 pub use snapshot::{snapshot_scope_spans, SnapshotInput};
 pub use trace::{
-    build_trace_request, build_trace_request_with, encode_trace_request, encode_trace_request_with,
-    TraceInput, TraceStats,
+    build_trace_request, build_trace_request_with, encode_trace_request, encode_trace_request_into,
+    encode_trace_request_with, TraceInput, TraceStats,
 };

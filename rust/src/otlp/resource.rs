@@ -115,8 +115,6 @@ pub fn with_invocation_id(resource: &Resource, invocation_id: &str, max_attribut
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
 
     fn attrs(r: &Resource) -> Vec<(String, String)> {
@@ -152,10 +150,8 @@ mod tests {
             ("empty".into(), "".into()),
             ("team".into(), "other".into()),
         ];
-        let build = Build {
-            variant: Cow::Borrowed("gcc.debug"),
-            ..Default::default()
-        };
+        let mut build = Build::default();
+        build.variant = "gcc.debug".to_owned();
         let mut w = Warnings::new();
         let r = build_resource(&req, &build, "20261130T034340-24175", &mut w);
         let got = attrs(&r);

@@ -8,6 +8,8 @@
 //! soon as it is built, so a 100k-rule build never holds 100k `Span`
 //! structs (about twice the file size in small allocations, and most of the
 //! time: building, encoding and freeing that tree). Both give the same bytes.
+//! [`encode_trace_request_into`] does the same in a buffer the caller no
+//! longer needs (the file text), whose pages are already resident.
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
@@ -19,6 +21,7 @@ use prost::Message;
 
 use super::attributes::AttrBuilder;
 use crate::ids;
+use crate::input::pages::advise_huge_pages;
 use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
 use crate::timing::{Build, Clock, Event};
 use crate::warnings::Warnings;
@@ -47,8 +50,8 @@ pub struct TraceStats {
 }
 
 /// What the trace of one build is made from.
-pub struct TraceInput<'x, 'a> {
-    pub build: &'x Build<'a>,
+pub struct TraceInput<'x> {
+    pub build: &'x Build,
     pub clock: &'x Clock,
     pub trace_id: [u8; 16],
     pub resource: Resource,
@@ -114,10 +117,27 @@ pub fn encode_trace_request_with(
     size_hint: usize,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
-    // Everything before the spans is known up front except two lengths.
-    // Leave room for them (at most 10 bytes each) in front of the spans,
-    // write the spans, then fill the head in right-aligned and remove the
-    // unused part of the gap.
+    let mut buf = Vec::new();
+    if buf.try_reserve_exact(size_hint).is_ok() {
+        advise_huge_pages(&mut buf);
+    }
+    encode_trace_request_into(input, extra, buf, warnings)
+}
+
+/// [`encode_trace_request_with`] into `buf`, whose contents are discarded
+/// and whose memory is reused: the pipeline passes the buffer of the file
+/// text it no longer needs, which is already resident (no page faults while
+/// writing) and usually larger than the output. Its capacity is also the
+/// size estimate; what remains unused at the end is given back.
+pub fn encode_trace_request_into(
+    input: TraceInput,
+    extra: &[ScopeSpans],
+    mut buf: Vec<u8>,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, TraceStats) {
+    // Everything before the spans is known up front except two lengths,
+    // whose varints are sized from the capacity (the estimate): a gap of
+    // that size is left in front of the spans and filled in at the end.
     let resource_head = ResourceSpans {
         resource: Some(input.resource.clone()),
         scope_spans: Vec::new(),
@@ -130,8 +150,9 @@ pub fn encode_trace_request_with(
         schema_url: String::new(),
     }
     .encode_to_vec();
-    let gap = 2 * (1 + 10) + resource_head.len() + scope_head.len();
-    let mut buf = Vec::with_capacity(gap.saturating_add(size_hint));
+    let estimate = buf.capacity() / 4 * 3;
+    let gap = head(&resource_head, &scope_head, estimate, 0).len();
+    buf.clear();
     buf.resize(gap, 0);
     let mut stats = walk(
         &input,
@@ -147,34 +168,43 @@ pub fn encode_trace_request_with(
         stats.spans += ss.spans.len() as u64;
     }
     let extra_len = buf.len() - gap - spans_len;
+    let head = head(&resource_head, &scope_head, spans_len, extra_len);
+    if head.len() == gap {
+        buf[..gap].copy_from_slice(&head);
+    } else {
+        // The estimate was off by a power of 128: move the spans once.
+        buf.splice(..gap, head);
+    }
+    // The rest of a reused buffer is resident memory nobody needs.
+    if buf.capacity() - buf.len() > SHRINK_SLACK {
+        buf.shrink_to_fit();
+    }
+    (buf, stats)
+}
 
-    let scope_spans_len = scope_head.len() + spans_len;
+/// Unused capacity worth giving back at the end of encoding.
+const SHRINK_SLACK: usize = 1 << 20;
+
+/// The bytes in front of the spans: the request's `resource_spans` key and
+/// length, the resource, then the first `scope_spans` key, length and scope,
+/// for spans of `spans_len` bytes followed by `extra_len` bytes of further
+/// `ScopeSpans`.
+fn head(resource_head: &[u8], scope_head: &[u8], spans_len: usize, extra_len: usize) -> Vec<u8> {
     let mut scope_field = Vec::with_capacity(11 + scope_head.len());
     encode_key(
         RESOURCE_SPANS_SCOPE_SPANS,
         WireType::LengthDelimited,
         &mut scope_field,
     );
-    encode_varint(scope_spans_len as u64, &mut scope_field);
-    scope_field.extend_from_slice(&scope_head);
+    encode_varint((scope_head.len() + spans_len) as u64, &mut scope_field);
+    scope_field.extend_from_slice(scope_head);
     let resource_spans_len = resource_head.len() + scope_field.len() + spans_len + extra_len;
-    let mut head = Vec::with_capacity(gap);
+    let mut head = Vec::with_capacity(11 + resource_head.len() + scope_field.len());
     encode_key(REQUEST_RESOURCE_SPANS, WireType::LengthDelimited, &mut head);
     encode_varint(resource_spans_len as u64, &mut head);
-    head.extend_from_slice(&resource_head);
+    head.extend_from_slice(resource_head);
     head.extend_from_slice(&scope_field);
-    if head.len() <= gap {
-        let start = gap - head.len();
-        buf[start..gap].copy_from_slice(&head);
-        // One memmove of the spans instead of a second output buffer.
-        buf.drain(..start);
-        (buf, stats)
-    } else {
-        // Cannot happen (two varints never exceed the room left for them),
-        // but stays correct if it did.
-        head.extend_from_slice(&buf[gap..]);
-        (head, stats)
-    }
+    head
 }
 
 fn scope() -> InstrumentationScope {
@@ -189,7 +219,7 @@ fn scope() -> InstrumentationScope {
 /// clones them.
 fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings) -> TraceStats {
     let mut w = SpanWriter {
-        trace_id: input.trace_id,
+        ids: ids::SpanIds::new(&input.trace_id),
         clock: input.clock,
         max_attribute_len: input.max_attribute_len,
         sink,
@@ -204,7 +234,7 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
         spare: Vec::new(),
         warnings,
     };
-    let root_id = ids::span_id(&input.trace_id, &[]);
+    let root_id = w.ids.span_id(&[]);
     let (start, end) = input.clock.root_interval();
     let s = &mut w.scratch;
     s.name.clear();
@@ -215,14 +245,14 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
     s.attributes.clone_from(&input.root_attributes);
     s.dropped_attributes_count = 0;
     w.emit();
-    for child in &input.build.children {
+    for child in input.build.children() {
         w.visit(child, root_id);
     }
     w.stats
 }
 
 struct SpanWriter<'x> {
-    trace_id: [u8; 16],
+    ids: ids::SpanIds,
     clock: &'x Clock,
     max_attribute_len: u32,
     sink: &'x mut dyn FnMut(&Span),
@@ -242,29 +272,29 @@ impl SpanWriter<'_> {
         (self.sink)(&self.scratch);
     }
 
-    fn visit(&mut self, event: &Event, parent_id: [u8; 8]) {
-        if event.is_rule() && !self.clock.is_anchored(event) {
+    fn visit(&mut self, event: Event, parent_id: [u8; 8]) {
+        if event.is_rule() && !self.clock.is_anchored(&event) {
             self.stats.unanchored_rules += 1;
             return;
         }
-        self.path.push(event.index);
-        let id = ids::span_id(&self.trace_id, &self.path);
-        let ((start, end), repaired) = self.clock.event_interval(event);
+        self.path.push(event.index());
+        let id = self.ids.span_id(&self.path);
+        let ((start, end), repaired) = self.clock.event_interval(&event);
         if repaired {
             self.warnings.push(format!(
                 "{:?}: span time before 2000 or end before start; clamped",
-                event.name
+                event.name()
             ));
         }
-        self.set_attributes(event);
+        self.set_attributes(&event);
         let s = &mut self.scratch;
-        write_span_name(&mut s.name, event);
+        write_span_name(&mut s.name, &event);
         set_id(&mut s.span_id, &id);
         set_id(&mut s.parent_span_id, &parent_id);
         (s.start_time_unix_nano, s.end_time_unix_nano) = (unix_nanos(start), unix_nanos(end));
         self.stats.dropped_attributes += u64::from(s.dropped_attributes_count);
         self.emit();
-        for child in &event.children {
+        for child in event.children() {
             self.visit(child, id);
         }
         self.path.pop();
@@ -278,10 +308,10 @@ impl SpanWriter<'_> {
         let mut a = AttrBuilder::recycling(self.max_attribute_len, previous, spare);
         if let Some(rule_type) = event.rule_type() {
             a.string("ct.rule_type", rule_type);
-            a.non_empty_string("ct.target", &event.target);
-            a.non_empty_string("ct.source", &event.source);
+            a.non_empty_string("ct.target", event.target());
+            a.non_empty_string("ct.source", event.source());
         }
-        for (key, value) in &event.metadata {
+        for (key, value) in event.metadata() {
             a.metadata(key, value);
         }
         let (attributes, spare, dropped) = a.finish_recycling();
@@ -302,12 +332,12 @@ fn unix_nanos(t: i64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
+    use serde_json::json;
 
     use super::*;
-    use crate::timing::MetaValue;
+    use crate::timing::model::parse_for_test;
 
-    fn input<'x>(build: &'x Build<'static>, clock: &'x Clock, resource: Resource) -> TraceInput<'x, 'static> {
+    fn input<'x>(build: &'x Build, clock: &'x Clock, resource: Resource) -> TraceInput<'x> {
         TraceInput {
             build,
             clock,
@@ -321,30 +351,29 @@ mod tests {
         }
     }
 
-    fn sample_build(rules: usize) -> Build<'static> {
-        let rule = |i: usize| Event {
-            index: i as u32,
-            name: Cow::Owned(format!("r{i}.cpp")),
-            rule_type: Some(Cow::Borrowed("compile")),
-            source: Cow::Owned(format!("/s/d{}/r{i}.cpp", i % 7)),
-            start_s: Some(101.0 + i as f64 * 1e-3),
-            end_s: Some(102.0),
-            metadata: vec![(Cow::Borrowed("cas.hit"), MetaValue::Bool(i % 2 == 0))],
-            ..Default::default()
+    fn sample_build(rules: usize) -> Build {
+        let rule = |i: usize| {
+            json!({
+                "name": format!("r{i}.cpp"),
+                "rule_type": "compile",
+                "source": format!("/s/d{}/r{i}.cpp", i % 7),
+                "start_s": 101.0 + i as f64 * 1e-3,
+                "end_s": 102.0,
+                "metadata": {"cas.hit": i % 2 == 0},
+            })
         };
-        Build {
-            timestamp: Some(Cow::Borrowed("2026-11-30T03:43:45+00:00")),
-            start_s: Some(100.0),
-            total_elapsed_s: Some(10.0),
-            children: vec![Event {
-                name: Cow::Borrowed("build_execution"),
-                start_s: Some(100.5),
-                end_s: Some(109.0),
-                children: (0..rules).map(rule).collect(),
-                ..Default::default()
+        let doc = json!({
+            "timestamp": "2026-11-30T03:43:45+00:00",
+            "start_s": 100.0,
+            "total_elapsed_s": 10.0,
+            "phases": [{
+                "name": "build_execution",
+                "start_s": 100.5,
+                "end_s": 109.0,
+                "rules": (0..rules).map(rule).collect::<Vec<_>>(),
             }],
-            ..Default::default()
-        }
+        });
+        parse_for_test(&doc.to_string())
     }
 
     #[test]
@@ -362,7 +391,8 @@ mod tests {
             };
             let (request, stats_a) =
                 build_trace_request(input(&build, &clock, resource.clone()), &mut Warnings::new());
-            for hint in [0, 1 << 20] {
+            // Size hints whose varint estimate is right, too small, too big.
+            for hint in [0, 1 << 20, 1 << 30] {
                 let (bytes, stats_b) = encode_trace_request(
                     input(&build, &clock, resource.clone()),
                     hint,
@@ -371,6 +401,15 @@ mod tests {
                 assert_eq!(stats_a, stats_b);
                 assert_eq!(bytes, request.encode_to_vec(), "{rules} rules, hint {hint}");
             }
+            // A reused buffer: old contents never leak into the output.
+            let (bytes, _) = encode_trace_request_into(
+                input(&build, &clock, resource.clone()),
+                &[],
+                vec![0xAA; 3 << 20],
+                &mut Warnings::new(),
+            );
+            assert_eq!(bytes, request.encode_to_vec(), "{rules} rules, reused buffer");
+            assert!(bytes.capacity() - bytes.len() <= SHRINK_SLACK);
             assert_eq!(stats_a.spans, rules as u64 + 2);
         }
     }

@@ -1,8 +1,6 @@
 //! Merging outcomes into the rules of a build (spec §5.3 rule 6), then
 //! recomputing `ct.rule.cache_layer` (spec §2.6) as compiletools does.
 
-use std::borrow::Cow;
-
 use super::parse::Outcomes;
 use crate::statslog::attribution::CACHE_LAYER_KEY;
 use crate::timing::{Build, MetaValue};
@@ -35,28 +33,30 @@ pub fn merge(build: &mut Build, outcomes: &Outcomes) -> MergeStats {
     if outcomes.is_empty() {
         return stats;
     }
-    build.for_each_rule_mut(&mut |rule| {
-        if rule.target.is_empty() {
-            return;
-        }
-        let Some(outcome) = outcomes.get(&rule.target) else {
-            return;
+    for id in build.rule_ids() {
+        let Some(outcome) = build
+            .event(id)
+            .map(|rule| rule.target())
+            .filter(|target| !target.is_empty())
+            .and_then(|target| outcomes.get(target))
+        else {
+            continue;
         };
-        rule.set_metadata("cas.hit", MetaValue::Bool(outcome.hit));
-        rule.set_metadata("cas.bytes_reused", MetaValue::Int(outcome.bytes_reused));
+        build.set_metadata(id, "cas.hit", MetaValue::Bool(outcome.hit));
+        build.set_metadata(id, "cas.bytes_reused", MetaValue::Int(outcome.bytes_reused));
         if let Some(kind) = &outcome.kind {
-            rule.set_metadata("cas.kind", MetaValue::Str(Cow::Owned(kind.clone())));
+            build.set_metadata(id, "cas.kind", MetaValue::Str(kind));
         }
         stats.rules_updated += 1;
-    });
-    build.for_each_phase_rule_mut(&mut |rule| {
-        if rule.rule_type() != Some("compile") {
-            return;
-        }
+    }
+    for id in build.phase_rule_ids() {
+        let Some(rule) = build.event(id).filter(|rule| rule.rule_type() == Some("compile")) else {
+            continue;
+        };
         let layer = if rule.is_cas_hit() { "cas" } else { "other" };
-        rule.set_metadata(CACHE_LAYER_KEY, MetaValue::Str(Cow::Borrowed(layer)));
+        build.set_metadata(id, CACHE_LAYER_KEY, MetaValue::Str(layer));
         stats.layers_recomputed += 1;
-    });
+    }
     stats
 }
 
@@ -64,70 +64,46 @@ pub fn merge(build: &mut Build, outcomes: &Outcomes) -> MergeStats {
 mod tests {
     use super::*;
     use crate::outcomes::parse;
+    use crate::timing::model::parse_for_test;
     use crate::timing::Event;
 
-    fn rule(
-        rule_type: &'static str,
-        target: &'static str,
-        metadata: Vec<(&'static str, MetaValue<'static>)>,
-    ) -> Event<'static> {
-        Event {
-            rule_type: Some(Cow::Borrowed(rule_type)),
-            target: Cow::Borrowed(target),
-            metadata: metadata.into_iter().map(|(k, v)| (Cow::Borrowed(k), v)).collect(),
-            ..Default::default()
-        }
+    /// A rule as JSON text; `metadata` is JSON text too, so that its key
+    /// order is kept (serde_json's `Value` sorts keys).
+    fn rule(rule_type: &str, target: &str, metadata: &str) -> String {
+        format!(
+            r#"{{"name": "r", "rule_type": "{rule_type}", "target": "{target}", "metadata": {metadata}}}"#
+        )
     }
 
-    fn meta(e: &Event) -> Vec<(String, MetaValue<'static>)> {
-        e.metadata
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    MetaValue::Str(s) => MetaValue::Str(Cow::Owned(s.to_string())),
-                    MetaValue::Bool(b) => MetaValue::Bool(*b),
-                    MetaValue::Int(i) => MetaValue::Int(*i),
-                    MetaValue::Double(d) => MetaValue::Double(*d),
-                    other => panic!("{other:?}"),
-                };
-                (k.to_string(), v)
-            })
-            .collect()
-    }
-
-    fn s(v: &'static str) -> MetaValue<'static> {
-        MetaValue::Str(Cow::Borrowed(v))
+    fn meta<'b>(e: &Event<'b>) -> Vec<(&'b str, MetaValue<'b>)> {
+        e.metadata().collect()
     }
 
     #[test]
     fn merges_in_dict_order_and_recomputes_layers() {
-        let mut child = rule("compile", "/o/c.o", vec![]);
-        child.children = vec![rule("compile", "/o/a.o", vec![])];
-        let mut build = Build {
-            children: vec![Event {
-                children: vec![
-                    // shake-style metadata: existing keys are overwritten in place.
-                    rule(
-                        "compile",
-                        "/o/a.o",
-                        vec![
-                            ("cas.hit", MetaValue::Bool(false)),
-                            ("cas.bytes_reused", MetaValue::Int(0)),
-                            ("cas.kind", s("obj")),
-                            ("queue_wait_s", MetaValue::Double(1e-6)),
-                            (CACHE_LAYER_KEY, s("other")),
-                        ],
-                    ),
-                    // make-style: no metadata yet; the kind field is empty.
-                    rule("compile", "/o/b.o", vec![]),
-                    rule("link", "/e/x.exe", vec![]),
-                    rule("compile", "", vec![]),
-                    child,
-                ],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let child = format!(
+            r#"{{"name": "c", "rule_type": "compile", "target": "/o/c.o", "children": [{}]}}"#,
+            rule("compile", "/o/a.o", "{}")
+        );
+        let rules = [
+            // shake-style metadata: existing keys are overwritten in place.
+            rule(
+                "compile",
+                "/o/a.o",
+                r#"{"cas.hit": false, "cas.bytes_reused": 0, "cas.kind": "obj",
+                    "queue_wait_s": 1e-6, "ct.rule.cache_layer": "other"}"#,
+            ),
+            // make-style: no metadata yet; the kind field is empty.
+            rule("compile", "/o/b.o", "{}"),
+            rule("link", "/e/x.exe", "{}"),
+            rule("compile", "", "{}"),
+            child,
+        ];
+        let doc = format!(
+            r#"{{"phases": [{{"name": "p", "rules": [{}]}}]}}"#,
+            rules.join(",")
+        );
+        let mut build = parse_for_test(&doc);
         let log = parse(b"/o/a.o\tobj\t1\t8552\n/o/b.o\t\t0\t0\n/e/x.exe\texe\t0\t0\n\tobj\t1\t1\n");
         let stats = merge(&mut build, &log);
         assert_eq!(
@@ -137,43 +113,40 @@ mod tests {
                 layers_recomputed: 4,
             }
         );
-        let rules = &build.children[0].children;
-        let key_value = |k: &str, v| (k.to_owned(), v);
+        let rules: Vec<Event> = build.children().next().unwrap().children().collect();
         assert_eq!(
             meta(&rules[0]),
             [
-                key_value("cas.hit", MetaValue::Bool(true)),
-                key_value("cas.bytes_reused", MetaValue::Int(8552)),
-                key_value("cas.kind", s("obj")),
-                key_value("queue_wait_s", MetaValue::Double(1e-6)),
-                key_value(CACHE_LAYER_KEY, s("cas")),
+                ("cas.hit", MetaValue::Bool(true)),
+                ("cas.bytes_reused", MetaValue::Int(8552)),
+                ("cas.kind", MetaValue::Str("obj")),
+                ("queue_wait_s", MetaValue::Double(1e-6)),
+                (CACHE_LAYER_KEY, MetaValue::Str("cas")),
             ]
         );
         assert_eq!(
             meta(&rules[1]),
             [
-                key_value("cas.hit", MetaValue::Bool(false)),
-                key_value("cas.bytes_reused", MetaValue::Int(0)),
-                key_value(CACHE_LAYER_KEY, s("other")),
+                ("cas.hit", MetaValue::Bool(false)),
+                ("cas.bytes_reused", MetaValue::Int(0)),
+                (CACHE_LAYER_KEY, MetaValue::Str("other")),
             ]
         );
         // Link rules get the record but no layer.
         assert_eq!(meta(&rules[2]).len(), 3);
         // The empty target matches nothing, yet is a compile rule: layer only.
-        assert_eq!(meta(&rules[3]), [key_value(CACHE_LAYER_KEY, s("other"))]);
+        assert_eq!(meta(&rules[3]), [(CACHE_LAYER_KEY, MetaValue::Str("other"))]);
         // Rule children are merged but not annotated (spec §2.6).
-        let nested = &rules[4].children[0];
-        assert_eq!(meta(nested).len(), 3);
+        let nested = rules[4].children().next().unwrap();
+        assert_eq!(meta(&nested).len(), 3);
         assert!(nested.metadata_value(CACHE_LAYER_KEY).is_none());
     }
 
     #[test]
     fn empty_log_changes_nothing() {
-        let mut build = Build {
-            children: vec![rule("compile", "/o/a.o", vec![])],
-            ..Default::default()
-        };
+        let doc = format!(r#"{{"phases": [{}]}}"#, rule("compile", "/o/a.o", "{}"));
+        let mut build = parse_for_test(&doc);
         assert_eq!(merge(&mut build, &parse(b"")), MergeStats::default());
-        assert!(build.children[0].metadata.is_empty());
+        assert_eq!(build.children().next().unwrap().metadata().len(), 0);
     }
 }

@@ -44,44 +44,46 @@ pub fn attribute(build: &mut Build, statslog: &Statslog) -> u64 {
         return 0;
     }
     let mut marked = 0u64;
-    build.for_each_phase_rule_mut(&mut |rule| {
-        if rule.rule_type() != Some("compile") || rule.source.is_empty() || rule.is_cas_hit() {
-            return;
-        }
-        let Some(Some(primary)) = by_source.get(rule.source.as_ref()) else {
-            return;
+    for id in build.phase_rule_ids() {
+        let Some(rule) = build.event(id) else {
+            continue;
         };
-        rule.set_metadata(CACHE_LAYER_KEY, MetaValue::Str(primary.cache_layer().into()));
-        rule.set_metadata(OUTCOME_KEY, MetaValue::Str(primary.event_name().into()));
+        if rule.rule_type() != Some("compile") || rule.source().is_empty() || rule.is_cas_hit() {
+            continue;
+        }
+        let Some(Some(primary)) = by_source.get(rule.source()) else {
+            continue;
+        };
+        build.set_metadata(id, CACHE_LAYER_KEY, MetaValue::Str(primary.cache_layer()));
+        build.set_metadata(id, OUTCOME_KEY, MetaValue::Str(primary.event_name()));
         marked += 1;
-    });
+    }
     marked
 }
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
+    use serde_json::{json, Value};
 
     use super::*;
     use crate::statslog::parse;
+    use crate::timing::model::parse_for_test;
     use crate::timing::Event;
 
-    fn compile(source: &'static str, cas_hit: bool) -> Event<'static> {
-        Event {
-            rule_type: Some(Cow::Borrowed("compile")),
-            source: Cow::Borrowed(source),
-            metadata: vec![
-                (Cow::Borrowed("cas.hit"), MetaValue::Bool(cas_hit)),
-                (
-                    Cow::Borrowed(CACHE_LAYER_KEY),
-                    MetaValue::Str(Cow::Borrowed(if cas_hit { "cas" } else { "other" })),
-                ),
-            ],
-            ..Default::default()
-        }
+    fn compile(source: &str, cas_hit: bool) -> Value {
+        // serde_json's maps are sorted, which here is also the file order
+        // compiletools writes: `cas.hit` before `ct.rule.cache_layer`.
+        json!({"name": "c", "rule_type": "compile", "source": source, "metadata": {
+            "cas.hit": cas_hit,
+            CACHE_LAYER_KEY: if cas_hit { "cas" } else { "other" },
+        }})
     }
 
-    fn layer_and_outcome(e: &Event) -> (String, Option<String>) {
+    fn build(children: Vec<Value>) -> Build {
+        parse_for_test(&json!({ "phases": children }).to_string())
+    }
+
+    fn layer_and_outcome(e: Event) -> (String, Option<String>) {
         let s = |k| match e.metadata_value(k) {
             Some(MetaValue::Str(s)) => Some(s.to_string()),
             _ => None,
@@ -92,29 +94,23 @@ mod tests {
     #[test]
     fn marks_hits_misses_and_leaves_the_rest() {
         let mut link = compile("/s/a.cpp", false);
-        link.rule_type = Some(Cow::Borrowed("link"));
-        let mut build = Build {
-            children: vec![Event {
-                children: vec![
-                    compile("/s/a.cpp", false),
-                    compile("/s/b.cpp", false),
-                    compile("/s/c.cpp", true),
-                    compile("/s/d.cpp", false),
-                    compile("/s/e.cpp", false),
-                    compile("", false),
-                    link,
-                ],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        link["rule_type"] = json!("link");
+        let mut build = build(vec![json!({"name": "p", "rules": [
+            compile("/s/a.cpp", false),
+            compile("/s/b.cpp", false),
+            compile("/s/c.cpp", true),
+            compile("/s/d.cpp", false),
+            compile("/s/e.cpp", false),
+            compile("", false),
+            link,
+        ]})]);
         let log = parse(
             b"# \ncalled_for_preprocessing\n# /s/a.cpp\ndirect_cache_hit\n# /s/b.cpp\ncache_miss\n\
               # /s/c.cpp\ncache_miss\n# /s/e.cpp\ndirect_cache_miss\ncompile_failed\n",
         );
         assert_eq!(attribute(&mut build, &log), 2);
-        let got: Vec<(String, Option<String>)> =
-            build.children[0].children.iter().map(layer_and_outcome).collect();
+        let phase = build.children().next().unwrap();
+        let got: Vec<(String, Option<String>)> = phase.children().map(layer_and_outcome).collect();
         let want = [
             ("ccache", Some("direct_cache_hit")),
             ("compiled", Some("cache_miss")),
@@ -130,26 +126,25 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         // The outcome follows the layer, appended after the existing keys.
-        let keys: Vec<&str> = build.children[0].children[0]
-            .metadata
-            .iter()
-            .map(|(k, _)| k.as_ref())
+        let keys: Vec<&str> = phase
+            .children()
+            .next()
+            .unwrap()
+            .metadata()
+            .map(|(k, _)| k)
             .collect();
         assert_eq!(keys, ["cas.hit", CACHE_LAYER_KEY, OUTCOME_KEY]);
     }
 
     #[test]
     fn preprocessed_hit_and_last_block_wins() {
-        let mut build = Build {
-            children: vec![Event {
-                children: vec![compile("/s/a.cpp", false), compile("/s/a.cpp", false)],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let mut build = build(vec![json!({"name": "p", "rules": [
+            compile("/s/a.cpp", false),
+            compile("/s/a.cpp", false),
+        ]})]);
         let log = parse(b"# /s/a.cpp\ncache_miss\n# /s/a.cpp\npreprocessed_cache_hit\n");
         assert_eq!(attribute(&mut build, &log), 2);
-        for rule in &build.children[0].children {
+        for rule in build.children().next().unwrap().children() {
             assert_eq!(
                 layer_and_outcome(rule),
                 ("ccache".to_owned(), Some("preprocessed_cache_hit".to_owned()))
@@ -160,14 +155,11 @@ mod tests {
     #[test]
     fn rules_without_a_layer_get_one() {
         let mut rule = compile("/s/a.cpp", false);
-        rule.metadata.clear();
-        let mut build = Build {
-            children: vec![rule],
-            ..Default::default()
-        };
+        rule["metadata"] = json!({});
+        let mut build = build(vec![rule]);
         attribute(&mut build, &parse(b"# /s/a.cpp\ncache_miss\n"));
         assert_eq!(
-            layer_and_outcome(&build.children[0]),
+            layer_and_outcome(build.children().next().unwrap()),
             ("compiled".to_owned(), Some("cache_miss".to_owned()))
         );
     }

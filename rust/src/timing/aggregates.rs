@@ -5,7 +5,7 @@
 //! hold for the build; it is an input here so that the statslog parser can
 //! be plugged in without touching this computation.
 
-use super::model::{Build, Event};
+use super::model::Build;
 
 /// The statslog counts the aggregates need.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,10 +46,10 @@ pub struct BuildAggregates {
 pub fn compute(build: &Build, ccache: Option<CcacheHits>) -> BuildAggregates {
     let mut compile_rules = 0u64;
     let mut cas_avoided = 0u64;
-    walk_phases(&build.children, &mut |rule| {
+    build.for_each_phase_rule(&mut |rule| {
         if rule.rule_type() == Some("compile") {
             compile_rules += 1;
-            if rule.metadata_value("cas.hit").is_some_and(|v| v.is_truthy()) {
+            if rule.is_cas_hit() {
                 cas_avoided += 1;
             }
         }
@@ -71,58 +71,41 @@ pub fn compute(build: &Build, ccache: Option<CcacheHits>) -> BuildAggregates {
     }
 }
 
-/// Calls `on_rule` for every rule found from the root through phases only:
-/// sub-phases are descended into, rule `children` are not (spec §3.4 `C`).
-fn walk_phases<'e>(events: &'e [Event<'e>], on_rule: &mut impl FnMut(&'e Event<'e>)) {
-    for event in events {
-        if event.is_rule() {
-            on_rule(event);
-        } else {
-            walk_phases(&event.children, on_rule);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
+    use serde_json::{json, Value};
 
     use super::*;
-    use crate::timing::model::MetaValue;
+    use crate::timing::model::parse_for_test;
 
-    fn compile(hit: Option<MetaValue<'static>>) -> Event<'static> {
-        Event {
-            rule_type: Some(Cow::Borrowed("compile")),
-            metadata: hit
-                .map(|v| vec![(Cow::Borrowed("cas.hit"), v)])
-                .unwrap_or_default(),
-            ..Default::default()
+    fn compile(hit: Option<Value>) -> Value {
+        let mut rule = json!({"name": "c", "rule_type": "compile"});
+        if let Some(hit) = hit {
+            rule["metadata"] = json!({ "cas.hit": hit });
         }
+        rule
     }
 
-    fn phase(children: Vec<Event<'static>>) -> Event<'static> {
-        Event {
-            name: Cow::Borrowed("p"),
-            children,
-            ..Default::default()
-        }
+    fn phase(children: Vec<Value>) -> Value {
+        json!({"name": "p", "rules": children})
+    }
+
+    fn build(children: Vec<Value>) -> Build {
+        parse_for_test(&json!({ "phases": children }).to_string())
     }
 
     #[test]
     fn counts_compile_rules_through_phases_only() {
-        let mut link = compile(Some(MetaValue::Bool(true)));
-        link.rule_type = Some(Cow::Borrowed("link"));
+        let mut link = compile(Some(json!(true)));
+        link["rule_type"] = json!("link");
         let mut parent = compile(None);
         // A compile rule under a rule's children is not in C.
-        parent.children = vec![compile(Some(MetaValue::Bool(true)))];
-        let build = Build {
-            children: vec![
-                compile(Some(MetaValue::Bool(true))), // a rule directly under the root
-                phase(vec![compile(Some(MetaValue::Bool(false))), link, parent]),
-                phase(vec![phase(vec![compile(Some(MetaValue::Int(1)))])]), // sub-phase
-            ],
-            ..Default::default()
-        };
+        parent["children"] = json!([compile(Some(json!(true)))]);
+        let build = build(vec![
+            compile(Some(json!(true))), // a rule directly under the root
+            phase(vec![compile(Some(json!(false))), link, parent]),
+            phase(vec![phase(vec![compile(Some(json!(1)))])]), // sub-phase
+        ]);
         let agg = compute(&build, None);
         assert_eq!(
             (
@@ -139,10 +122,7 @@ mod tests {
 
     #[test]
     fn ccache_hits_and_overcount() {
-        let build = Build {
-            children: vec![phase(vec![compile(None), compile(None)])],
-            ..Default::default()
-        };
+        let build = build(vec![phase(vec![compile(None), compile(None)])]);
         let hits = |h| {
             Some(CcacheHits {
                 direct_cache_hit: h,

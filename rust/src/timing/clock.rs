@@ -129,26 +129,35 @@ impl Clock {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
+    use crate::timing::model::event_for_test;
 
-    fn build(ts: &str, start: f64, total: f64) -> Build<'static> {
+    fn build(ts: &str, start: f64, total: f64) -> Build {
         Build {
-            timestamp: Some(Cow::Owned(ts.to_owned())),
+            timestamp: Some(ts.to_owned()),
             start_s: Some(start),
             total_elapsed_s: Some(total),
             ..Default::default()
         }
     }
 
-    fn rule(start: Option<f64>, end: Option<f64>) -> Event<'static> {
-        Event {
-            rule_type: Some(Cow::Borrowed("compile")),
-            start_s: start,
-            end_s: end,
-            ..Default::default()
+    /// An event with the given times (`rule_type` set when `rule`).
+    fn event(rule: bool, start: Option<f64>, end: Option<f64>) -> Event<'static> {
+        let mut json = String::from(r#"{"name": "e""#);
+        if rule {
+            json.push_str(r#", "rule_type": "compile""#);
         }
+        for (key, value) in [("start_s", start), ("end_s", end)] {
+            if let Some(v) = value {
+                json.push_str(&format!(r#", "{key}": {v:?}"#));
+            }
+        }
+        json.push('}');
+        event_for_test(&json)
+    }
+
+    fn rule(start: Option<f64>, end: Option<f64>) -> Event<'static> {
+        event(true, start, end)
     }
 
     #[test]
@@ -232,19 +241,11 @@ mod tests {
     #[test]
     fn spans_are_clamped_to_2000_and_non_negative() {
         let c = Clock::for_build(&build("2026-11-30T03:43:45+00:00", 100.0, 10.0)).unwrap();
-        let phase = Event {
-            start_s: Some(-1e12),
-            end_s: Some(-1e12 + 1.0),
-            ..Default::default()
-        };
+        let phase = event(false, Some(-1e12), Some(-1e12 + 1.0));
         let ((s, e), fixed) = c.event_interval(&phase);
         assert!(fixed);
         assert_eq!((s, e), (Y2000_UNIX_NS, Y2000_UNIX_NS));
-        let backwards = Event {
-            start_s: Some(105.0),
-            end_s: Some(104.0),
-            ..Default::default()
-        };
+        let backwards = event(false, Some(105.0), Some(104.0));
         let ((s, e), fixed) = c.event_interval(&backwards);
         assert!(fixed && s == e);
     }

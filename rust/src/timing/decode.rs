@@ -1,8 +1,8 @@
 //! Lenient decoding of `timing.json` text into the typed [`Build`] model.
 //!
-//! One pass of serde_json over the text, straight into borrowed typed
-//! structs (no intermediate `serde_json::Value` tree). Strictness is split
-//! on purpose:
+//! One pass of serde_json over the text, straight into the model's tables
+//! (no intermediate `serde_json::Value` tree). Strictness is split on
+//! purpose:
 //! * the document itself (syntax, top-level object, `phases` array, the
 //!   numeric root anchors) must be sound, else the file is `Malformed`;
 //! * a bad event (no string `name`, non-string `rule_type`, not an object)
@@ -11,17 +11,19 @@
 //!
 //! Limits (events, depth) and cancellation are enforced while parsing, so a
 //! hostile file stops early instead of being materialised first.
+//!
+//! The model copies what it keeps into its own tables (see
+//! [`super::model`]): once decoded, the text can be freed.
 
 use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::Path;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::json::{drain_seq, Loose};
-use super::metadata::MetadataField;
-use super::model::{Build, Event};
+use super::metadata::{MetadataField, MetadataSeed};
+use super::model::{Build, EventData, Run, NO_EVENT};
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::request::Limits;
@@ -32,40 +34,56 @@ const CANCEL_POLL_EVENTS: u64 = 4096;
 
 /// Decodes `text` (already repaired by [`super::text::LenientText`]).
 /// `path` only names the file in errors.
-pub fn decode<'a>(
-    text: &'a str,
+pub fn decode(
+    text: &str,
     path: &Path,
     limits: &Limits,
     cancel: &CancelToken,
     warnings: &mut Warnings,
-) -> Result<Build<'a>, Error> {
-    let ctx = Ctx {
+) -> Result<Build, Error> {
+    // Every offset of the model is a u32; the strings and tables it fills
+    // from the text are never larger than the text itself.
+    if u32::try_from(text.len()).is_err() {
+        return Err(Error::LimitExceeded {
+            path: path.to_path_buf(),
+            message: format!(
+                "{} bytes of JSON text is more than the model can index",
+                text.len()
+            ),
+        });
+    }
+    let mut d = Decoder {
         limits,
         cancel,
-        events: Cell::new(0),
-        abort: RefCell::new(None),
-        warnings: RefCell::new(Warnings::new()),
+        events: 0,
+        abort: None,
+        warnings: Warnings::new(),
+        build: Build::default(),
     };
+    d.build.reserve_for_text(text.len());
     let mut de = serde_json::Deserializer::from_str(text);
-    let result = BuildSeed { ctx: &ctx }
+    let result = BuildSeed { d: &mut d }
         .deserialize(&mut de)
-        .and_then(|build| de.end().map(|()| build));
-    warnings.extend(ctx.warnings.take());
-    result.map_err(|e| match ctx.abort.take() {
-        Some(Abort::Limit(message)) => Error::LimitExceeded {
-            path: path.to_path_buf(),
-            message,
-        },
-        Some(Abort::Cancelled) => Error::Cancelled,
-        None if is_recursion_limit(&e) => Error::LimitExceeded {
-            path: path.to_path_buf(),
-            message: format!("JSON nested deeper than the parser allows ({e})"),
-        },
-        None => Error::Malformed {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        },
-    })
+        .and_then(|()| de.end());
+    warnings.extend(d.warnings);
+    match result {
+        Ok(()) => Ok(d.build),
+        Err(e) => Err(match d.abort {
+            Some(Abort::Limit(message)) => Error::LimitExceeded {
+                path: path.to_path_buf(),
+                message,
+            },
+            Some(Abort::Cancelled) => Error::Cancelled,
+            None if is_recursion_limit(&e) => Error::LimitExceeded {
+                path: path.to_path_buf(),
+                message: format!("JSON nested deeper than the parser allows ({e})"),
+            },
+            None => Error::Malformed {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            },
+        }),
+    }
 }
 
 /// serde_json stops at 128 nested containers with this (stable, public)
@@ -80,94 +98,95 @@ enum Abort {
     Cancelled,
 }
 
-/// State shared by all visitors of one decode.
-struct Ctx<'c> {
+/// State of one decode: the build being filled, the counters behind the
+/// limits, and the warnings. The seeds below borrow it mutably in turn.
+struct Decoder<'c> {
     limits: &'c Limits,
     cancel: &'c CancelToken,
-    events: Cell<u64>,
-    abort: RefCell<Option<Abort>>,
-    warnings: RefCell<Warnings>,
+    events: u64,
+    abort: Option<Abort>,
+    warnings: Warnings,
+    build: Build,
 }
 
-impl Ctx<'_> {
+impl Decoder<'_> {
     /// Accounts for one more event at `depth` (phases are depth 1).
-    fn enter_event<E: de::Error>(&self, depth: u32) -> Result<(), E> {
+    fn enter_event<E: de::Error>(&mut self, depth: u32) -> Result<(), E> {
         if depth > self.limits.max_depth {
             return self.stop(Abort::Limit(format!(
                 "events nested deeper than {} levels",
                 self.limits.max_depth
             )));
         }
-        let n = self.events.get() + 1;
-        self.events.set(n);
-        if n > self.limits.max_events {
+        self.events += 1;
+        if self.events > self.limits.max_events {
             return self.stop(Abort::Limit(format!(
                 "more than {} events",
                 self.limits.max_events
             )));
         }
-        if n % CANCEL_POLL_EVENTS == 0 && self.cancel.is_cancelled() {
+        if self.events % CANCEL_POLL_EVENTS == 0 && self.cancel.is_cancelled() {
             return self.stop(Abort::Cancelled);
         }
         Ok(())
     }
 
-    fn stop<E: de::Error>(&self, why: Abort) -> Result<(), E> {
+    fn stop<E: de::Error>(&mut self, why: Abort) -> Result<(), E> {
         let message = match &why {
             Abort::Limit(m) => m.clone(),
             Abort::Cancelled => "cancelled".to_owned(),
         };
-        *self.abort.borrow_mut() = Some(why);
+        self.abort = Some(why);
         Err(E::custom(message))
     }
 
-    fn warn(&self, message: String) {
-        self.warnings.borrow_mut().push(message);
+    fn warn(&mut self, message: String) {
+        self.warnings.push(message);
     }
 }
 
 // ---------------------------------------------------------------- top level
 
-struct BuildSeed<'c> {
-    ctx: &'c Ctx<'c>,
+struct BuildSeed<'d, 'c> {
+    d: &'d mut Decoder<'c>,
 }
 
-impl<'de> DeserializeSeed<'de> for BuildSeed<'_> {
-    type Value = Build<'de>;
+impl<'de> DeserializeSeed<'de> for BuildSeed<'_, '_> {
+    type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for BuildSeed<'_> {
-    type Value = Build<'de>;
+impl<'de> Visitor<'de> for BuildSeed<'_, '_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a timing.json object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let ctx = self.ctx;
-        let mut build = Build::default();
+        let d = self.d;
         while let Some(key) = map.next_key::<TopKey>()? {
             match key {
                 TopKey::Timestamp => match map.next_value::<Loose>()? {
-                    Loose::Str(s) => build.timestamp = Some(s),
+                    Loose::Str(s) => d.build.timestamp = Some(s.into_owned()),
                     other => {
-                        build.timestamp = None;
-                        ctx.warn(format!("timestamp is {}, not a string", other.type_name()));
+                        d.build.timestamp = None;
+                        d.warn(format!("timestamp is {}, not a string", other.type_name()));
                     }
                 },
                 TopKey::TotalElapsed => {
-                    build.total_elapsed_s = root_number(map.next_value()?, "total_elapsed_s")?
+                    d.build.total_elapsed_s = root_number(map.next_value()?, "total_elapsed_s")?
                 }
-                TopKey::Start => build.start_s = root_number(map.next_value()?, "start_s")?,
-                TopKey::Variant => build.variant = top_string(ctx, map.next_value()?, "variant"),
-                TopKey::Backend => build.backend = top_string(ctx, map.next_value()?, "backend"),
+                TopKey::Start => d.build.start_s = root_number(map.next_value()?, "start_s")?,
+                TopKey::Variant => d.build.variant = top_string(d, map.next_value()?, "variant"),
+                TopKey::Backend => d.build.backend = top_string(d, map.next_value()?, "backend"),
                 TopKey::Phases => {
-                    build.children = match map.next_value_seed(ChildrenSeed { ctx, depth: 1 })? {
-                        Children::List(list) => list,
-                        Children::Null => Vec::new(),
+                    let seed = ChildrenSeed { d: &mut *d, depth: 1 };
+                    d.build.first_root = match map.next_value_seed(seed)? {
+                        Children::List(first) => first,
+                        Children::Null => NO_EVENT,
                         Children::Invalid(t) => {
                             return Err(de::Error::custom(format_args!("phases is {t}, not an array")))
                         }
@@ -178,7 +197,7 @@ impl<'de> Visitor<'de> for BuildSeed<'_> {
                 }
             }
         }
-        Ok(build)
+        Ok(())
     }
 }
 
@@ -197,13 +216,13 @@ fn root_number<E: de::Error>(v: Loose, key: &str) -> Result<Option<f64>, E> {
     }
 }
 
-fn top_string<'de>(ctx: &Ctx, v: Loose<'de>, key: &str) -> Cow<'de, str> {
+fn top_string(d: &mut Decoder, v: Loose, key: &str) -> String {
     match v {
-        Loose::Str(s) => s,
-        Loose::Null => Cow::Borrowed(""),
+        Loose::Str(s) => s.into_owned(),
+        Loose::Null => String::new(),
         other => {
-            ctx.warn(format!("{key} is {}, not a string; ignored", other.type_name()));
-            Cow::Borrowed("")
+            d.warn(format!("{key} is {}, not a string; ignored", other.type_name()));
+            String::new()
         }
     }
 }
@@ -248,46 +267,52 @@ impl<T, F: FnOnce(&str) -> T> Visitor<'_> for KeyVisitor<F> {
 // ------------------------------------------------------------- event arrays
 
 /// What a `phases` / `rules` / `children` key held.
-enum Children<'a> {
-    List(Vec<Event<'a>>),
+enum Children {
+    /// The first event of the list ([`NO_EVENT`] when empty); the others
+    /// follow through their sibling links.
+    List(u32),
     Null,
     Invalid(&'static str),
 }
 
 /// An array of events whose elements sit at `depth`.
-struct ChildrenSeed<'c> {
-    ctx: &'c Ctx<'c>,
+struct ChildrenSeed<'d, 'c> {
+    d: &'d mut Decoder<'c>,
     depth: u32,
 }
 
-impl<'de> DeserializeSeed<'de> for ChildrenSeed<'_> {
-    type Value = Children<'de>;
+impl<'de> DeserializeSeed<'de> for ChildrenSeed<'_, '_> {
+    type Value = Children;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for ChildrenSeed<'_> {
-    type Value = Children<'de>;
+impl<'de> Visitor<'de> for ChildrenSeed<'_, '_> {
+    type Value = Children;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an array of events")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut list = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        let (mut first, mut last) = (NO_EVENT, NO_EVENT);
         let mut index: u32 = 0;
         while let Some(event) = seq.next_element_seed(EventSeed {
-            ctx: self.ctx,
+            d: &mut *self.d,
             depth: self.depth,
             index,
         })? {
-            if let Some(event) = event {
-                list.push(event);
+            if let Some(id) = event {
+                match self.d.build.events.get_mut(last as usize) {
+                    Some(prev) => prev.next_sibling = id,
+                    None => first = id,
+                }
+                last = id;
             }
             index = index.saturating_add(1);
         }
-        Ok(Children::List(list))
+        Ok(Children::List(first))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -316,16 +341,17 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_> {
 
 // ------------------------------------------------------------------- events
 
-/// One element of an event array; `None` when it is skipped as invalid.
-struct EventSeed<'c> {
-    ctx: &'c Ctx<'c>,
+/// One element of an event array: the id of the stored event, `None` when
+/// it is skipped as invalid (whatever it already stored stays unreferenced).
+struct EventSeed<'d, 'c> {
+    d: &'d mut Decoder<'c>,
     depth: u32,
     index: u32,
 }
 
-impl EventSeed<'_> {
-    fn skip<T>(&self, why: fmt::Arguments) -> Option<T> {
-        self.ctx.warn(format!(
+impl EventSeed<'_, '_> {
+    fn skip<T>(&mut self, why: fmt::Arguments) -> Option<T> {
+        self.d.warn(format!(
             "event {} at depth {} skipped: {why}",
             self.index, self.depth
         ));
@@ -333,23 +359,22 @@ impl EventSeed<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
-    type Value = Option<Event<'de>>;
+impl<'de> DeserializeSeed<'de> for EventSeed<'_, '_> {
+    type Value = Option<u32>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for EventSeed<'_> {
-    type Value = Option<Event<'de>>;
+impl<'de> Visitor<'de> for EventSeed<'_, '_> {
+    type Value = Option<u32>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an event object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let ctx = self.ctx;
-        ctx.enter_event(self.depth)?;
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Self::Value, A::Error> {
+        self.d.enter_event(self.depth)?;
         let mut fields = EventFields::default();
         while let Some(key) = map.next_key::<EventKey>()? {
             match key {
@@ -360,7 +385,12 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 EventKey::Start => fields.start_s = Some(map.next_value()?),
                 EventKey::End => fields.end_s = Some(map.next_value()?),
                 EventKey::Elapsed => fields.elapsed_s = Some(map.next_value()?),
-                EventKey::Metadata => fields.metadata = Some(map.next_value()?),
+                EventKey::Metadata => {
+                    let seed = MetadataSeed {
+                        build: &mut self.d.build,
+                    };
+                    fields.metadata = Some(map.next_value_seed(seed)?)
+                }
                 EventKey::Rules => fields.rules = Some(map.next_value_seed(self.children())?),
                 EventKey::ChildRules => fields.children = Some(map.next_value_seed(self.children())?),
                 EventKey::Other => {
@@ -368,11 +398,11 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 }
             }
         }
-        Ok(fields.into_event(&self))
+        Ok(fields.into_event(&mut self))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        self.ctx.enter_event(self.depth)?;
+    fn visit_seq<A: SeqAccess<'de>>(mut self, seq: A) -> Result<Self::Value, A::Error> {
+        self.d.enter_event(self.depth)?;
         drain_seq(seq)?;
         Ok(self.skip(format_args!("an array, not an object")))
     }
@@ -396,16 +426,16 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
     }
 }
 
-impl<'c> EventSeed<'c> {
-    fn children(&self) -> ChildrenSeed<'c> {
+impl<'c> EventSeed<'_, 'c> {
+    fn children(&mut self) -> ChildrenSeed<'_, 'c> {
         ChildrenSeed {
-            ctx: self.ctx,
+            d: &mut *self.d,
             depth: self.depth.saturating_add(1),
         }
     }
 
-    fn not_object<T, E: de::Error>(&self, what: &str) -> Result<Option<T>, E> {
-        self.ctx.enter_event(self.depth)?;
+    fn not_object<T, E: de::Error>(mut self, what: &str) -> Result<Option<T>, E> {
+        self.d.enter_event(self.depth)?;
         Ok(self.skip(format_args!("{what}, not an object")))
     }
 }
@@ -420,13 +450,14 @@ struct EventFields<'a> {
     start_s: Option<Loose<'a>>,
     end_s: Option<Loose<'a>>,
     elapsed_s: Option<Loose<'a>>,
-    metadata: Option<MetadataField<'a>>,
-    rules: Option<Children<'a>>,
-    children: Option<Children<'a>>,
+    metadata: Option<MetadataField>,
+    rules: Option<Children>,
+    children: Option<Children>,
 }
 
 impl<'a> EventFields<'a> {
-    fn into_event(self, seed: &EventSeed) -> Option<Event<'a>> {
+    /// Validates the fields and stores the event; returns its id.
+    fn into_event(self, seed: &mut EventSeed) -> Option<u32> {
         let name = match self.name {
             Some(Loose::Str(s)) => s,
             None => return seed.skip(format_args!("no name")),
@@ -443,71 +474,110 @@ impl<'a> EventFields<'a> {
                 ))
             }
         };
-        let warn = |what: &str, t: &str| seed.ctx.warn(format!("event {name:?}: {what} is {t}; ignored"));
-        let string = |v: Option<Loose<'a>>, what: &str| match v {
-            None | Some(Loose::Null) => Cow::Borrowed(""),
-            Some(Loose::Str(s)) => s,
-            Some(other) => {
-                warn(what, other.type_name());
-                Cow::Borrowed("")
-            }
-        };
-        let number = |v: Option<Loose<'a>>, what: &str| match v {
-            None | Some(Loose::Null) => None,
-            Some(other) => {
-                let n = other.as_f64();
-                if n.is_none() {
-                    warn(what, other.type_name());
-                }
-                n
-            }
-        };
+        let d = &mut *seed.d;
         let is_rule = rule_type.is_some();
         let (kept, ignored, ignored_key) = if is_rule {
             (self.children, self.rules, "rules")
         } else {
             (self.rules, self.children, "children")
         };
-        if let Some(Children::List(list)) = &ignored {
-            if !list.is_empty() {
-                warn(
-                    ignored_key,
-                    if is_rule {
-                        "not read for a rule"
-                    } else {
-                        "not read for a phase"
-                    },
-                );
+        if let Some(Children::List(first)) = ignored {
+            if first != NO_EVENT {
+                let why = if is_rule {
+                    "not read for a rule"
+                } else {
+                    "not read for a phase"
+                };
+                ignored_field(d, &name, ignored_key, why);
             }
         }
-        let children = match kept {
-            None | Some(Children::Null) => Vec::new(),
-            Some(Children::List(list)) => list,
+        let first_child = match kept {
+            None | Some(Children::Null) => NO_EVENT,
+            Some(Children::List(first)) => first,
             Some(Children::Invalid(t)) => {
-                warn(if is_rule { "children" } else { "rules" }, t);
-                Vec::new()
+                ignored_field(d, &name, if is_rule { "children" } else { "rules" }, t);
+                NO_EVENT
             }
         };
         let metadata = match self.metadata {
-            None | Some(MetadataField::Null) => Vec::new(),
-            Some(MetadataField::Object(m)) => m,
+            None | Some(MetadataField::Null) => Run::default(),
+            Some(MetadataField::Object(run)) => run,
             Some(MetadataField::Invalid(t)) => {
-                warn("metadata", t);
-                Vec::new()
+                ignored_field(d, &name, "metadata", t);
+                Run::default()
             }
         };
-        Some(Event {
+        let target = string_field(d, &name, self.target, "target");
+        let source = string_field(d, &name, self.source, "source");
+        let start_s = number_field(d, &name, self.start_s, "start_s");
+        let end_s = number_field(d, &name, self.end_s, "end_s");
+        let elapsed_s = number_field(d, &name, self.elapsed_s, "elapsed_s");
+        let b = &mut d.build;
+        let target = b.push_str(&target);
+        let source = b.push_str(&source);
+        let event = EventData {
             index: seed.index,
-            target: string(self.target, "target"),
-            source: string(self.source, "source"),
-            start_s: number(self.start_s, "start_s"),
-            end_s: number(self.end_s, "end_s"),
-            elapsed_s: number(self.elapsed_s, "elapsed_s"),
-            name,
-            rule_type,
+            is_rule,
+            name: b.push_str_or_suffix(&name, &[source, target]),
+            rule_type: rule_type.map(|t| b.push_str_shared(&t)).unwrap_or_default(),
+            target,
+            source,
             metadata,
-            children,
-        })
+            first_child,
+            next_sibling: NO_EVENT,
+            start: start_s.unwrap_or(0.0),
+            end: end_time(start_s, end_s, elapsed_s),
+        };
+        // Cannot fail: the text cap keeps the event count far below u32::MAX.
+        let id = u32::try_from(b.events.len()).ok().filter(|id| *id != NO_EVENT)?;
+        b.events.push(event);
+        Some(id)
+    }
+}
+
+/// Warns that a field of event `name` of JSON type `t` is ignored.
+fn ignored_field(d: &mut Decoder, name: &str, what: &str, t: &str) {
+    d.warn(format!("event {name:?}: {what} is {t}; ignored"));
+}
+
+/// An optional string field: absent or null is empty, another type is
+/// ignored with a warning.
+fn string_field<'a>(d: &mut Decoder, name: &str, v: Option<Loose<'a>>, what: &str) -> Cow<'a, str> {
+    match v {
+        None | Some(Loose::Null) => Cow::Borrowed(""),
+        Some(Loose::Str(s)) => s,
+        Some(other) => {
+            ignored_field(d, name, what, other.type_name());
+            Cow::Borrowed("")
+        }
+    }
+}
+
+/// An optional number field: absent or null is `None`, another type is
+/// ignored with a warning.
+fn number_field(d: &mut Decoder, name: &str, v: Option<Loose>, what: &str) -> Option<f64> {
+    match v {
+        None | Some(Loose::Null) => None,
+        Some(other) => {
+            let n = other.as_f64();
+            if n.is_none() {
+                ignored_field(d, name, what, other.type_name());
+            }
+            n
+        }
+    }
+}
+
+/// Monotonic end (spec §2.9). Without `end_s`: `start_s + elapsed_s` when
+/// `start_s` exists (a judgement call: compiletools' `elapsed_s`-as-instant
+/// fallback would give garbage there), else `elapsed_s` (legacy files, where
+/// it yields the right duration from a 0.0 start).
+fn end_time(start_s: Option<f64>, end_s: Option<f64>, elapsed_s: Option<f64>) -> f64 {
+    let elapsed = elapsed_s.unwrap_or(0.0);
+    match (end_s, start_s) {
+        (Some(end), _) => end,
+        (None, Some(start)) => start + elapsed,
+        (None, None) => elapsed,
     }
 }
 

@@ -2,50 +2,55 @@
 //! principle, reduced to what an OTLP attribute can hold (DESIGN §2:
 //! scalars and homogeneous arrays; anything else is kept only as
 //! "unsupported" so it can be counted as dropped).
+//!
+//! Entries go straight into the build's tables (see [`super::model`]): the
+//! entries of one object form one contiguous run of the entry table.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::json::{drain_map, drain_seq, CowStr, Loose};
-use super::model::MetaValue;
-
-/// Metadata entries in file order.
-pub type Metadata<'a> = Vec<(Cow<'a, str>, MetaValue<'a>)>;
+use super::model::{Build, MetaEntry, Run, Stored};
 
 /// What the `metadata` key held.
-pub enum MetadataField<'a> {
-    Object(Metadata<'a>),
+pub(super) enum MetadataField {
+    /// The run of the entry table holding the object's entries.
+    Object(Run),
     Null,
     /// Not an object (its JSON type name, for the warning).
     Invalid(&'static str),
 }
 
-impl<'de> Deserialize<'de> for MetadataField<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MetadataVisitor)
+/// Decodes a `metadata` value into `build`'s tables.
+pub(super) struct MetadataSeed<'b> {
+    pub(super) build: &'b mut Build,
+}
+
+impl<'de> DeserializeSeed<'de> for MetadataSeed<'_> {
+    type Value = MetadataField;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct MetadataVisitor;
-
-impl<'de> Visitor<'de> for MetadataVisitor {
-    type Value = MetadataField<'de>;
+impl<'de> Visitor<'de> for MetadataSeed<'_> {
+    type Value = MetadataField;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a metadata object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Metadata::new();
-        let mut index: Option<HashMap<Cow<'de, str>, usize>> = None;
+        let build = self.build;
+        let start = build.meta.len();
+        let mut index: Option<HashMap<String, usize>> = None;
         while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-            let MetaValueDe(value) = map.next_value()?;
-            insert_last_wins(&mut entries, &mut index, key, value);
+            let value = map.next_value_seed(ValueSeed { build: &mut *build })?;
+            insert_last_wins(build, start, &mut index, &key, value);
         }
-        Ok(MetadataField::Object(entries))
+        Ok(MetadataField::Object(Run::new(start, build.meta.len())))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -73,229 +78,273 @@ impl<'de> Visitor<'de> for MetadataVisitor {
 }
 
 /// Python-dict semantics for duplicate keys: the value of the last
-/// occurrence, at the position of the first. Small maps (all real ones) use
-/// a linear scan; a hash index is built only for large ones, so a hostile
-/// map with many keys stays linear overall.
-fn insert_last_wins<'a>(
-    entries: &mut Metadata<'a>,
-    index: &mut Option<HashMap<Cow<'a, str>, usize>>,
-    key: Cow<'a, str>,
-    value: MetaValue<'a>,
+/// occurrence, at the position of the first. The object's entries are
+/// `build.meta[start..]`. Small maps (all real ones) use a linear scan; a
+/// hash index is built only for large ones, so a hostile map with many keys
+/// stays linear overall.
+fn insert_last_wins(
+    build: &mut Build,
+    start: usize,
+    index: &mut Option<HashMap<String, usize>>,
+    key: &str,
+    value: Stored,
 ) {
     const LINEAR_MAX: usize = 16;
+    let entries = &build.meta[start..];
     if index.is_none() && entries.len() >= LINEAR_MAX {
         *index = Some(
             entries
                 .iter()
                 .enumerate()
-                .map(|(i, (k, _))| (k.clone(), i))
+                .map(|(i, e)| (build.str(e.key).to_owned(), start + i))
                 .collect(),
         );
     }
     let existing = match index {
-        Some(map) => map.get(&key).copied(),
-        None => entries.iter().position(|(k, _)| *k == key),
+        Some(map) => map.get(key).copied(),
+        None => entries
+            .iter()
+            .position(|e| build.str(e.key) == key)
+            .map(|i| start + i),
     };
     match existing {
-        Some(i) => entries[i].1 = value,
+        Some(i) => build.meta[i].value = value,
         None => {
             if let Some(map) = index {
-                map.insert(key.clone(), entries.len());
+                map.insert(key.to_owned(), build.meta.len());
             }
-            entries.push((key, value));
+            let key = build.push_str_shared(key);
+            build.meta.push(MetaEntry { key, value });
         }
     }
 }
 
-/// Deserializes one metadata value.
-pub struct MetaValueDe<'a>(pub MetaValue<'a>);
+/// Decodes one metadata value; strings and arrays go into `build`'s tables.
+pub(super) struct ValueSeed<'b> {
+    pub(super) build: &'b mut Build,
+}
 
-impl<'de> Deserialize<'de> for MetaValueDe<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MetaValueVisitor).map(MetaValueDe)
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = Stored;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct MetaValueVisitor;
-
-impl<'de> Visitor<'de> for MetaValueVisitor {
-    type Value = MetaValue<'de>;
+impl<'de> Visitor<'de> for ValueSeed<'_> {
+    type Value = Stored;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a metadata value")
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(MetaValue::Null)
+        Ok(Stored::Null)
     }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(MetaValue::Bool(v))
+        Ok(Stored::Bool(v))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(MetaValue::Int(v))
+        Ok(Stored::Int(v))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
         // OTLP ints are i64; a larger value has no faithful attribute.
         Ok(i64::try_from(v)
-            .map(MetaValue::Int)
-            .unwrap_or(MetaValue::Unsupported { truthy: true }))
+            .map(Stored::Int)
+            .unwrap_or(Stored::Unsupported { truthy: true }))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(MetaValue::Double(v))
-    }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(MetaValue::Str(Cow::Borrowed(v)))
+        Ok(Stored::Double(v))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(MetaValue::Str(Cow::Owned(v.to_owned())))
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(MetaValue::Str(Cow::Owned(v)))
+        Ok(Stored::Str(self.build.push_value_str(v)))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         let n = drain_map(map)?;
-        Ok(MetaValue::Unsupported { truthy: n > 0 })
+        Ok(Stored::Unsupported { truthy: n > 0 })
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let build = self.build;
         let mut acc = ArrayAcc::Empty;
         let mut len = 0u64;
         while let Some(elem) = seq.next_element::<Loose<'de>>()? {
             len += 1;
-            acc = acc.push(elem);
+            acc = acc.push(build, elem);
         }
-        Ok(acc.finish(len))
+        Ok(acc.finish(build, len))
     }
 }
 
-/// Accumulates an array while it stays homogeneous.
-enum ArrayAcc<'a> {
+/// Accumulates an array into one typed table while it stays homogeneous;
+/// each variant holds where its run started.
+enum ArrayAcc {
     Empty,
-    Bools(Vec<bool>),
-    Ints(Vec<i64>),
-    Doubles(Vec<f64>),
-    Strs(Vec<Cow<'a, str>>),
+    Bools(usize),
+    Ints(usize),
+    Doubles(usize),
+    Strs(usize),
     /// Mixed types, null or nested containers, out-of-range integers.
     Mixed,
 }
 
-impl<'a> ArrayAcc<'a> {
-    fn push(self, elem: Loose<'a>) -> Self {
+impl ArrayAcc {
+    fn push(self, b: &mut Build, elem: Loose<'_>) -> Self {
         match (self, elem) {
             (ArrayAcc::Mixed, _) => ArrayAcc::Mixed,
-            (ArrayAcc::Empty, Loose::Bool(b)) => ArrayAcc::Bools(vec![b]),
-            (ArrayAcc::Empty, Loose::Int(i)) => ArrayAcc::Ints(vec![i]),
-            (ArrayAcc::Empty, Loose::Float(f)) => ArrayAcc::Doubles(vec![f]),
-            (ArrayAcc::Empty, Loose::Str(s)) => ArrayAcc::Strs(vec![s]),
-            (ArrayAcc::Bools(mut v), Loose::Bool(b)) => {
-                v.push(b);
-                ArrayAcc::Bools(v)
+            (ArrayAcc::Empty, Loose::Bool(v)) => {
+                b.bools.push(v);
+                ArrayAcc::Bools(b.bools.len() - 1)
             }
-            (ArrayAcc::Ints(mut v), Loose::Int(i)) => {
-                v.push(i);
-                ArrayAcc::Ints(v)
+            (ArrayAcc::Empty, Loose::Int(v)) => {
+                b.ints.push(v);
+                ArrayAcc::Ints(b.ints.len() - 1)
             }
-            (ArrayAcc::Doubles(mut v), Loose::Float(f)) => {
-                v.push(f);
-                ArrayAcc::Doubles(v)
+            (ArrayAcc::Empty, Loose::Float(v)) => {
+                b.doubles.push(v);
+                ArrayAcc::Doubles(b.doubles.len() - 1)
             }
-            (ArrayAcc::Strs(mut v), Loose::Str(s)) => {
-                v.push(s);
-                ArrayAcc::Strs(v)
+            (ArrayAcc::Empty, Loose::Str(s)) => {
+                let run = b.push_str(&s);
+                b.strs.push(run);
+                ArrayAcc::Strs(b.strs.len() - 1)
             }
-            _ => ArrayAcc::Mixed,
+            (acc @ ArrayAcc::Bools(_), Loose::Bool(v)) => {
+                b.bools.push(v);
+                acc
+            }
+            (acc @ ArrayAcc::Ints(_), Loose::Int(v)) => {
+                b.ints.push(v);
+                acc
+            }
+            (acc @ ArrayAcc::Doubles(_), Loose::Float(v)) => {
+                b.doubles.push(v);
+                acc
+            }
+            (acc @ ArrayAcc::Strs(_), Loose::Str(s)) => {
+                let run = b.push_str(&s);
+                b.strs.push(run);
+                acc
+            }
+            (acc, _) => {
+                // Give back what the array had taken (its strings stay in
+                // the arena, unreferenced).
+                acc.truncate(b);
+                ArrayAcc::Mixed
+            }
         }
     }
 
-    fn finish(self, len: u64) -> MetaValue<'a> {
+    fn truncate(self, b: &mut Build) {
         match self {
-            ArrayAcc::Empty => MetaValue::StrArray(Vec::new()),
-            ArrayAcc::Bools(v) => MetaValue::BoolArray(v),
-            ArrayAcc::Ints(v) => MetaValue::IntArray(v),
-            ArrayAcc::Doubles(v) => MetaValue::DoubleArray(v),
-            ArrayAcc::Strs(v) => MetaValue::StrArray(v),
-            ArrayAcc::Mixed => MetaValue::Unsupported { truthy: len > 0 },
+            ArrayAcc::Bools(start) => b.bools.truncate(start),
+            ArrayAcc::Ints(start) => b.ints.truncate(start),
+            ArrayAcc::Doubles(start) => b.doubles.truncate(start),
+            ArrayAcc::Strs(start) => b.strs.truncate(start),
+            ArrayAcc::Empty | ArrayAcc::Mixed => {}
+        }
+    }
+
+    fn finish(self, b: &Build, len: u64) -> Stored {
+        match self {
+            ArrayAcc::Empty => Stored::StrArray(Run::default()),
+            ArrayAcc::Bools(start) => Stored::BoolArray(Run::new(start, b.bools.len())),
+            ArrayAcc::Ints(start) => Stored::IntArray(Run::new(start, b.ints.len())),
+            ArrayAcc::Doubles(start) => Stored::DoubleArray(Run::new(start, b.doubles.len())),
+            ArrayAcc::Strs(start) => Stored::StrArray(Run::new(start, b.strs.len())),
+            ArrayAcc::Mixed => Stored::Unsupported { truthy: len > 0 },
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::model::{parse_for_test, MetaValue, StrArray};
     use super::*;
 
-    fn meta(json: &str) -> Metadata<'_> {
-        match serde_json::from_str::<MetadataField>(json).unwrap() {
-            MetadataField::Object(m) => m,
-            _ => panic!("not an object"),
-        }
+    /// The metadata of the only event of a build whose metadata is `json`.
+    fn with_meta<T>(json: &str, check: impl FnOnce(Vec<(&str, MetaValue<'_>)>) -> T) -> T {
+        let b = parse_for_test(&format!(r#"{{"phases": [{{"name": "p", "metadata": {json}}}]}}"#));
+        let event = b.children().next().unwrap();
+        check(event.metadata().collect())
     }
 
-    fn value(json: &str) -> MetaValue<'_> {
-        serde_json::from_str::<MetaValueDe>(json).unwrap().0
+    fn value_is(json: &str, want: MetaValue<'_>) {
+        with_meta(&format!(r#"{{"v": {json}}}"#), |m| {
+            assert_eq!(m, [("v", want)], "{json}")
+        });
     }
 
     #[test]
     fn scalars_keep_their_json_type() {
-        assert_eq!(value("0"), MetaValue::Int(0));
-        assert_eq!(value("-7"), MetaValue::Int(-7));
-        assert_eq!(value("5e-06"), MetaValue::Double(5e-6));
-        assert_eq!(value("1.0"), MetaValue::Double(1.0));
-        assert_eq!(value("false"), MetaValue::Bool(false));
-        assert_eq!(value(r#""obj""#), MetaValue::Str(Cow::Borrowed("obj")));
-        assert_eq!(value("null"), MetaValue::Null);
-        assert_eq!(
-            value("18446744073709551615"),
-            MetaValue::Unsupported { truthy: true }
-        );
+        value_is("0", MetaValue::Int(0));
+        value_is("-7", MetaValue::Int(-7));
+        value_is("5e-06", MetaValue::Double(5e-6));
+        value_is("1.0", MetaValue::Double(1.0));
+        value_is("false", MetaValue::Bool(false));
+        value_is(r#""obj""#, MetaValue::Str("obj"));
+        value_is(r#""\u00e9\n""#, MetaValue::Str("é\n"));
+        value_is("null", MetaValue::Null);
+        value_is("18446744073709551615", MetaValue::Unsupported { truthy: true });
     }
 
     #[test]
     fn homogeneous_arrays_are_kept() {
-        assert_eq!(value("[1, 2]"), MetaValue::IntArray(vec![1, 2]));
-        assert_eq!(value("[1.5, 2e3]"), MetaValue::DoubleArray(vec![1.5, 2000.0]));
-        assert_eq!(value("[true]"), MetaValue::BoolArray(vec![true]));
-        assert_eq!(
-            value(r#"["a", "b"]"#),
-            MetaValue::StrArray(vec![Cow::Borrowed("a"), Cow::Borrowed("b")])
-        );
-        assert_eq!(value("[]"), MetaValue::StrArray(Vec::new()));
+        value_is("[1, 2]", MetaValue::IntArray(&[1, 2]));
+        value_is("[1.5, 2e3]", MetaValue::DoubleArray(&[1.5, 2000.0]));
+        value_is("[true]", MetaValue::BoolArray(&[true]));
+        with_meta(r#"{"v": ["a", "b\u00e9"]}"#, |m| {
+            let MetaValue::StrArray(a) = m[0].1 else {
+                panic!("{m:?}")
+            };
+            assert_eq!(a.iter().collect::<Vec<_>>(), ["a", "bé"]);
+        });
+        value_is("[]", MetaValue::StrArray(StrArray::empty()));
     }
 
     #[test]
     fn other_values_are_unsupported() {
-        assert_eq!(value(r#"[1, "a"]"#), MetaValue::Unsupported { truthy: true });
-        assert_eq!(value("[1, 2.5]"), MetaValue::Unsupported { truthy: true });
-        assert_eq!(value(r#"["a", null]"#), MetaValue::Unsupported { truthy: true });
-        assert_eq!(value("[[1]]"), MetaValue::Unsupported { truthy: true });
-        assert_eq!(value(r#"{"a": 1}"#), MetaValue::Unsupported { truthy: true });
-        assert_eq!(value("{}"), MetaValue::Unsupported { truthy: false });
+        value_is(r#"[1, "a"]"#, MetaValue::Unsupported { truthy: true });
+        value_is("[1, 2.5]", MetaValue::Unsupported { truthy: true });
+        value_is(r#"["a", null]"#, MetaValue::Unsupported { truthy: true });
+        value_is("[[1]]", MetaValue::Unsupported { truthy: true });
+        value_is(r#"{"a": 1}"#, MetaValue::Unsupported { truthy: true });
+        value_is("{}", MetaValue::Unsupported { truthy: false });
+    }
+
+    #[test]
+    fn mixed_arrays_leave_no_trace_in_the_tables() {
+        let b = parse_for_test(
+            r#"{"phases": [{"name": "p", "metadata": {"m": [1, 2, "x"], "n": [3], "s": ["a", 1], "t": ["b"]}}]}"#,
+        );
+        let m: Vec<_> = b.children().next().unwrap().metadata().collect();
+        assert_eq!(m[0].1, MetaValue::Unsupported { truthy: true });
+        assert_eq!(m[1].1, MetaValue::IntArray(&[3]));
+        assert_eq!(b.ints, [3]);
+        assert_eq!(b.strs.len(), 1);
     }
 
     #[test]
     fn duplicate_keys_keep_first_position_last_value() {
-        let m = meta(r#"{"a": 1, "b": 2, "a": 3}"#);
-        assert_eq!(
-            m,
-            vec![
-                (Cow::Borrowed("a"), MetaValue::Int(3)),
-                (Cow::Borrowed("b"), MetaValue::Int(2))
-            ]
-        );
+        with_meta(r#"{"a": 1, "b": 2, "a": "three"}"#, |m| {
+            assert_eq!(m, [("a", MetaValue::Str("three")), ("b", MetaValue::Int(2))]);
+        });
         let many: String = (0..40).map(|i| format!("\"k{}\": {i},", i % 20)).collect();
-        let text = format!("{{{many} \"z\": 0}}");
-        let m = meta(&text);
-        assert_eq!(m.len(), 21);
-        assert_eq!(m[0], (Cow::Borrowed("k0"), MetaValue::Int(20)));
-        assert_eq!(m[20].0, "z");
+        with_meta(&format!("{{{many} \"z\": 0}}"), |m| {
+            assert_eq!(m.len(), 21);
+            assert_eq!(m[0], ("k0", MetaValue::Int(20)));
+            assert_eq!(m[20].0, "z");
+        });
     }
 
     #[test]
     fn non_objects_are_flagged() {
-        assert!(matches!(
-            serde_json::from_str::<MetadataField>("[1]").unwrap(),
-            MetadataField::Invalid("an array")
-        ));
-        assert!(matches!(
-            serde_json::from_str::<MetadataField>("null").unwrap(),
-            MetadataField::Null
-        ));
+        let mut b = Build::default();
+        let field = |b: &mut Build, json: &str| {
+            MetadataSeed { build: b }
+                .deserialize(&mut serde_json::Deserializer::from_str(json))
+                .unwrap()
+        };
+        assert!(matches!(field(&mut b, "[1]"), MetadataField::Invalid("an array")));
+        assert!(matches!(field(&mut b, "null"), MetadataField::Null));
+        assert!(matches!(field(&mut b, "3"), MetadataField::Invalid("a number")));
     }
 }

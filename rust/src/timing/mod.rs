@@ -1,7 +1,8 @@
 //! `timing.json`: the model of one build and its lenient decoder.
 //!
 //! [`load`] is the entry point: bytes on disk → repaired text
-//! ([`text`]) → typed, borrowed model ([`decode`], [`model`]). The other
+//! ([`text`]) → typed model ([`decode`], [`model`]), which owns its data so
+//! that the text can be freed right after decoding. The other
 //! modules interpret the model: wall-clock times ([`clock`]), span names
 //! ([`naming`]) and the root aggregates ([`aggregates`]).
 
@@ -18,7 +19,7 @@ use std::path::Path;
 
 pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::Clock;
-pub use model::{Build, Event, MetaValue};
+pub use model::{Build, Event, EventId, Events, MetaValue, StrArray};
 pub use text::LenientText;
 
 use crate::error::Error;
@@ -27,8 +28,7 @@ use crate::request::Limits;
 use crate::warnings::Warnings;
 
 /// Reads `path` within `limits.max_file_bytes` and repairs its text; the
-/// model is then decoded from (and borrows) the returned text with
-/// [`decode::decode`].
+/// model is then decoded from the returned text with [`decode::decode`].
 pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Result<LenientText, Error> {
     let bytes = read_bounded(path, limits.max_file_bytes)?;
     let text = LenientText::from_bytes(bytes);

@@ -20,13 +20,13 @@ pub fn write_span_name(out: &mut String, event: &Event) {
     out.clear();
     let Some(rule_type) = event.rule_type() else {
         out.push_str("phase.");
-        out.push_str(&event.name);
+        out.push_str(event.name());
         return;
     };
-    let path = if event.source.is_empty() {
-        &event.target
+    let path = if event.source().is_empty() {
+        event.target()
     } else {
-        &event.source
+        event.source()
     };
     let parent = parent_dir_name(path);
     out.push_str(rule_type);
@@ -35,7 +35,7 @@ pub fn write_span_name(out: &mut String, event: &Event) {
         out.push_str(parent);
         out.push('/');
     }
-    out.push_str(&event.name);
+    out.push_str(event.name());
 }
 
 /// `os.path.basename(os.path.dirname(path))` of Python's posixpath, which
@@ -56,18 +56,14 @@ pub fn parent_dir_name(path: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
+    use crate::timing::model::event_for_test;
 
     fn rule(rule_type: &str, name: &str, target: &str, source: &str) -> Event<'static> {
-        Event {
-            name: Cow::Owned(name.to_owned()),
-            rule_type: Some(Cow::Owned(rule_type.to_owned())),
-            target: Cow::Owned(target.to_owned()),
-            source: Cow::Owned(source.to_owned()),
-            ..Default::default()
-        }
+        let json = serde_json::json!({
+            "name": name, "rule_type": rule_type, "target": target, "source": source
+        });
+        event_for_test(&json.to_string())
     }
 
     #[test]
@@ -112,10 +108,7 @@ mod tests {
             "compile.foo.cpp"
         );
         assert_eq!(span_name(&rule("other", "", "", "")), "other.");
-        let phase = Event {
-            name: Cow::Borrowed("build_execution"),
-            ..Default::default()
-        };
+        let phase = event_for_test(r#"{"name": "build_execution"}"#);
         assert_eq!(span_name(&phase), "phase.build_execution");
     }
 }
