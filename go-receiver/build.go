@@ -37,20 +37,21 @@ func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
 
 // processBuild parses one build once and hands it to every consumer not
 // served yet; it checkpoints the build only after every Consume returned.
-func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) {
+// It returns false when a consumer asked to retry later (congestion).
+func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) bool {
 	pending := r.pending.snapshot(b.Dir)
 	want := r.consumedSignals() &^ pending.delivered
 	if want == 0 {
 		r.settle(ctx, b, checkpoint.Delivered, uint32(pending.delivered))
 		r.telemetry.build(ctx, outcomeDelivered)
-		return
+		return true
 	}
 
 	res, err := ffi.Process(ctx, r.request(b, want, pending.gitSHA))
 	if err != nil {
 		code := ffi.CodeOf(err)
 		if code == ffi.CodeCancelled {
-			return // shutting down: the build is taken up again after a restart
+			return true // shutting down: the build is taken up again after a restart
 		}
 		r.logger.Warn("cannot read build; skipping it",
 			zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
@@ -59,7 +60,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		r.telemetry.parseFailure(ctx, code.String())
 		r.telemetry.build(ctx, outcomeFailed)
 		r.settle(ctx, b, checkpoint.Failed, 0)
-		return
+		return true
 	}
 	for _, w := range res.Warnings {
 		r.logger.Warn("build read with a problem", zap.String("path", b.Dir), zap.String("warning", w))
@@ -102,7 +103,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 
 	if retry && r.scheduleRetry(b.Dir, delivered) {
 		r.telemetry.build(ctx, outcomeRetried)
-		return
+		return false
 	}
 	if retry {
 		dropped = true // retries disabled or their time budget spent
@@ -112,10 +113,11 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	if dropped {
 		r.telemetry.build(ctx, outcomeDropped)
 		r.settle(ctx, b, checkpoint.Dropped, uint32(delivered))
-		return
+		return !retry
 	}
 	r.telemetry.build(ctx, outcomeDelivered)
 	r.settle(ctx, b, checkpoint.Delivered, uint32(delivered))
+	return true
 }
 
 func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, gitSHA string) ffi.Request {

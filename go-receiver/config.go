@@ -141,6 +141,9 @@ type CASStore struct {
 
 func createDefaultConfig() *Config {
 	retry := configretry.NewDefaultBackOffConfig()
+	// A full exporter queue is the usual retryable error: come back soon,
+	// and for as long as the build is on disk.
+	retry.InitialInterval = time.Second
 	retry.MaxElapsedTime = 0
 	return &Config{
 		RetryOnFailure:      retry,

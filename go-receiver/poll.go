@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -129,11 +130,18 @@ func (r *compiletoolsReceiver) noteGitSHA(b discovery.Build, now time.Time) {
 }
 
 // processAll runs builds through the core and the consumers with at most
-// max_concurrent_builds at once.
+// max_concurrent_builds at once. After a retryable consumer error (typically
+// an exporter queue that is full) it starts no more builds this poll: the
+// pipeline is congested, and the rest waits for the next poll instead of
+// each failing and backing off in turn.
 func (r *compiletoolsReceiver) processAll(ctx context.Context, builds []discovery.Build) {
 	sem := make(chan struct{}, r.cfg.MaxConcurrentBuilds)
 	var wg sync.WaitGroup
+	var congested atomic.Bool
 	for _, b := range builds {
+		if congested.Load() {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			wg.Wait()
@@ -144,7 +152,9 @@ func (r *compiletoolsReceiver) processAll(ctx context.Context, builds []discover
 		go func(b discovery.Build) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r.processBuild(ctx, b)
+			if !r.processBuild(ctx, b) {
+				congested.Store(true)
+			}
 		}(b)
 	}
 	wg.Wait()

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,5 +269,34 @@ func TestLifecycleShutdownBeforeStartAndTwice(t *testing.T) {
 		if err := r.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// countingTraces fails its first call with a retryable error and counts calls.
+type countingTraces struct {
+	calls atomic.Int64
+}
+
+func (c *countingTraces) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (c *countingTraces) ConsumeTraces(context.Context, ptrace.Traces) error {
+	if c.calls.Add(1) == 1 {
+		return errors.New("sending queue is full")
+	}
+	return nil
+}
+
+func TestCongestionStopsThePollAfterARetryableError(t *testing.T) {
+	parent := t.TempDir()
+	makeBuilds(t, parent, 5)
+	cfg := testConfig(parent)
+	cfg.PollInterval = time.Hour // only the first poll runs during the test
+	cfg.MaxConcurrentBuilds = 1
+	next := &countingTraces{}
+	startTraces(t, cfg, next)
+	waitFor(t, "the first delivery attempt", func() bool { return next.calls.Load() >= 1 })
+	time.Sleep(200 * time.Millisecond)
+	if n := next.calls.Load(); n != 1 {
+		t.Fatalf("after a retryable error the poll went on with %d more builds; want it to stop", n-1)
 	}
 }
