@@ -139,14 +139,17 @@ func (r *compiletoolsReceiver) processAll(ctx context.Context, builds []discover
 	var wg sync.WaitGroup
 	var congested atomic.Bool
 	for _, b := range builds {
-		if congested.Load() {
-			break
-		}
 		select {
 		case <-ctx.Done():
 			wg.Wait()
 			return
 		case sem <- struct{}{}:
+		}
+		// Checked with the slot held: a build that just failed set the flag
+		// before giving its slot back.
+		if congested.Load() {
+			<-sem
+			break
 		}
 		wg.Add(1)
 		go func(b discovery.Build) {
