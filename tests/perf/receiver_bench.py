@@ -42,11 +42,14 @@ def _proc_stats(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     cpu_s = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-    rss_kib = 0
+    rss_kib = anon_kib = 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 rss_kib = int(line.split()[1])
+            elif line.startswith("RssAnon:"):
+                anon_kib = int(line.split()[1])
+    _proc_stats.anon_kib = anon_kib  # RSS minus the binary's file-backed pages
     return cpu_s, rss_kib
 
 
@@ -73,7 +76,8 @@ def idle(n=10_000, poll_s=1.0, window_s=30.0):
             c.stop()
         polls = window_s / poll_s
         print(f"idle: {n} finished builds watched, poll_interval {poll_s}s: "
-              f"RSS {rss / 1024:.1f} MiB, CPU {1000 * (cpu1 - cpu0) / polls:.1f} ms per poll "
+              f"RSS {rss / 1024:.1f} MiB (anonymous {_proc_stats.anon_kib / 1024:.1f} MiB; the rest is the "
+              f"binary's file-backed pages), CPU {1000 * (cpu1 - cpu0) / polls:.1f} ms per poll "
               f"({100 * (cpu1 - cpu0) / window_s:.2f}% of one core)")
 
 
