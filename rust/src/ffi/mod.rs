@@ -286,29 +286,21 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
     Ok(request)
 }
 
+/// Zero in a `CtLimits` field means "the default".
 fn decode_limits(l: &CtLimits) -> Limits {
+    fn or<T: PartialEq + Default>(given: T, default: T) -> T {
+        if given == T::default() {
+            default
+        } else {
+            given
+        }
+    }
     let d = Limits::default();
     Limits {
-        max_file_bytes: if l.max_file_bytes == 0 {
-            d.max_file_bytes
-        } else {
-            l.max_file_bytes
-        },
-        max_events: if l.max_events == 0 {
-            d.max_events
-        } else {
-            l.max_events
-        },
-        max_depth: if l.max_depth == 0 {
-            d.max_depth
-        } else {
-            l.max_depth
-        },
-        max_attribute_len: if l.max_attribute_len == 0 {
-            d.max_attribute_len
-        } else {
-            l.max_attribute_len
-        },
+        max_file_bytes: or(l.max_file_bytes, d.max_file_bytes),
+        max_events: or(l.max_events, d.max_events),
+        max_depth: or(l.max_depth, d.max_depth),
+        max_attribute_len: or(l.max_attribute_len, d.max_attribute_len),
     }
 }
 
