@@ -153,3 +153,37 @@ func rootAndLayers(td ptrace.Traces) (pcommon.Map, map[string]int) {
 	}
 	return root, layers
 }
+
+// A build shorter than a poll interval: its auto statslog exists for a few
+// milliseconds between two polls, so only the file watch can capture it.
+func TestLiveCaptureOfAStatslogThatLivesBetweenPolls(t *testing.T) {
+	parent := t.TempDir()
+	statslog, err := os.ReadFile(filepath.Join(corpusDir(t), "cases", case01, "ccache.statslog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(parent)
+	cfg.PollInterval = 700 * time.Millisecond
+	cfg.Capture.Directory = t.TempDir()
+	metrics := new(consumertest.MetricsSink)
+	set := receivertest.NewNopSettings(metadata.Type)
+	mr, err := NewFactory().CreateMetrics(context.Background(), set, cfg, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mr.Shutdown(context.Background()) })
+
+	time.Sleep(150 * time.Millisecond) // the first poll has run and watches the parent
+	start := time.Now()
+	playBuild(t, filepath.Join(parent, "20261130T034340-24175"), statslog, caseTiming(t), 1, 20*time.Millisecond)
+	if time.Since(start) > 300*time.Millisecond {
+		t.Skip("the machine was too slow to play the build between two polls")
+	}
+	waitFor(t, "the build's ccache metrics", func() bool { return len(metrics.AllMetrics()) == 1 })
+	if misses := ccacheEventCount(metrics.AllMetrics()[0], "cache_miss"); misses != 29 {
+		t.Errorf("cache_miss = %d, want 29", misses)
+	}
+}

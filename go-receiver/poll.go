@@ -30,6 +30,12 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 			r.logger.Warn("cannot examine path; skipping it", zap.String("path", p.Path), zap.Error(p.Err))
 		}
 	}
+	if r.live != nil {
+		r.live.watchParents(scan.Parents)
+		for _, dir := range scan.Running {
+			r.live.watchBuild(dir)
+		}
+	}
 	if r.capturer != nil {
 		for _, dir := range scan.Running {
 			n, err := r.capturer.Observe(dir)
@@ -172,6 +178,9 @@ func (r *compiletoolsReceiver) settle(ctx context.Context, b discovery.Build, st
 		r.logger.Error("cannot write checkpoint; the build may be sent again after a restart", zap.String("path", b.Dir), zap.Error(err))
 	}
 	r.pending.remove(b.Dir)
+	if r.live != nil {
+		r.live.forgetBuild(b.Dir)
+	}
 	if r.capturer != nil {
 		_ = r.capturer.Release(b.Dir)
 	}

@@ -41,6 +41,7 @@ type compiletoolsReceiver struct {
 	hostName  string
 	store     *checkpoint.Store
 	capturer  *capture.Capturer
+	live      *liveCapture
 	telemetry *selfTelemetry
 	pending   *pendingBuilds
 	// firstPoll applies start_at once, on the first poll after Start.
@@ -51,6 +52,7 @@ type compiletoolsReceiver struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	casDone   chan struct{}
+	liveDone  chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -136,12 +138,28 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 		_ = store.Close(ctx)
 		return err
 	}
+	if r.capturer != nil {
+		live, err := newLiveCapture(r.capturer, r.logger, func(n int) {
+			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(context.Background(), int64(n))
+		})
+		if err != nil {
+			r.logger.Warn("file watches unavailable; capturing transient files by polling only", zap.Error(err))
+		}
+		r.live = live
+	}
 	r.store = store
 	r.pending = newPendingBuilds()
 	r.firstPoll = true
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
+	if r.live != nil {
+		r.liveDone = make(chan struct{})
+		go func() {
+			defer close(r.liveDone)
+			r.live.run(runCtx)
+		}()
+	}
 	go r.run(runCtx)
 	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
 		r.casDone = make(chan struct{})
@@ -189,7 +207,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone} {
 			if done == nil {
 				continue
 			}

@@ -50,6 +50,8 @@ type Scan struct {
 	Running []string
 	// Seen holds every invocation directory matched, including skipped ones.
 	Seen map[string]struct{}
+	// Parents lists the diagnostics parents whose children were listed.
+	Parents []string
 	// Problems are paths that could not be examined.
 	Problems []Problem
 }
@@ -123,6 +125,7 @@ func (f Finder) Find(skip func(dir string) bool) Scan {
 				continue
 			}
 			// A diagnostics parent: its invocation directories are its children.
+			s.Parents = append(s.Parents, match)
 			entries, err := os.ReadDir(match)
 			if err != nil {
 				if !errors.Is(err, os.ErrNotExist) {
