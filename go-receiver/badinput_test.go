@@ -111,20 +111,14 @@ func TestBadInputWarnsCountsAndKeepsOtherBuilds(t *testing.T) {
 				cfg.Limits.MaxFileSize = int64(len(caseTiming(t)) + 1024)
 			}
 			tel := componenttest.NewTelemetry()
-			defer func() { _ = tel.Shutdown(context.Background()) }()
+			t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 			core, logs := observer.New(zapcore.WarnLevel)
 			set := receivertest.NewNopSettings(metadata.Type)
 			set.TelemetrySettings = tel.NewTelemetrySettings()
 			set.Logger = zap.New(core)
 			sink := new(consumertest.TracesSink)
 			r, err := NewFactory().CreateTraces(context.Background(), set, cfg, sink)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = r.Shutdown(context.Background()) }()
+			runUntilCleanup(t, r, err)
 
 			want := referenceTraces(t, case01).SpanCount()
 			waitFor(t, "the good build", func() bool { return sink.SpanCount() >= want })

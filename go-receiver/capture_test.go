@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -67,25 +66,12 @@ func TestLiveCaptureKeepsAutoStatslogDeletedAfterTimingJSON(t *testing.T) {
 	metrics := new(consumertest.MetricsSink)
 	set := receivertest.NewNopSettings(metadata.Type)
 	f := NewFactory()
-	tr, err := f.CreateTraces(context.Background(), set, cfg, traces)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := componenttest.NewNopHost()
-	if err := tr.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	if err := mr.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = tr.Shutdown(context.Background())
-		_ = mr.Shutdown(context.Background())
-	})
+	// Both signals are registered before the one shared instance starts;
+	// its second Start and Shutdown are no-ops.
+	tr, terr := f.CreateTraces(context.Background(), set, cfg, traces)
+	mr, merr := f.CreateMetrics(context.Background(), set, cfg, metrics)
+	runUntilCleanup(t, tr, terr)
+	runUntilCleanup(t, mr, merr)
 
 	time.Sleep(50 * time.Millisecond)
 	playBuild(t, filepath.Join(parent, "20261130T034340-24175"), statslog, caseTiming(t), 6, 40*time.Millisecond)
@@ -134,23 +120,15 @@ func ccacheEventCount(md pmetric.Metrics, event string) int64 {
 func rootAndLayers(td ptrace.Traces) (pcommon.Map, map[string]int) {
 	root := pcommon.NewMap()
 	layers := map[string]int{}
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				s := spans.At(k)
-				if s.Name() == "compiletools.build" {
-					root = s.Attributes()
-				}
-				if rt, _ := s.Attributes().Get("ct.rule_type"); rt.Str() == "compile" {
-					layer, _ := s.Attributes().Get("ct.rule.cache_layer")
-					layers[layer.Str()]++
-				}
-			}
+	forEachSpan(td, func(s ptrace.Span) {
+		if s.Name() == "compiletools.build" {
+			root = s.Attributes()
 		}
-	}
+		if rt, _ := s.Attributes().Get("ct.rule_type"); rt.Str() == "compile" {
+			layer, _ := s.Attributes().Get("ct.rule.cache_layer")
+			layers[layer.Str()]++
+		}
+	})
 	return root, layers
 }
 
@@ -168,13 +146,7 @@ func TestLiveCaptureOfAStatslogThatLivesBetweenPolls(t *testing.T) {
 	metrics := new(consumertest.MetricsSink)
 	set := receivertest.NewNopSettings(metadata.Type)
 	mr, err := NewFactory().CreateMetrics(context.Background(), set, cfg, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mr.Shutdown(context.Background()) })
+	runUntilCleanup(t, mr, err)
 
 	time.Sleep(150 * time.Millisecond) // the first poll has run and watches the parent
 	start := time.Now()

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -123,13 +122,7 @@ func startCASReceiver(t *testing.T, cfg *Config) *consumertest.MetricsSink {
 	cfg.CAS.ScanInterval = time.Hour // one scan is enough
 	sink := new(consumertest.MetricsSink)
 	r, err := NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+	runUntilCleanup(t, r, err)
 	return sink
 }
 
@@ -209,13 +202,7 @@ func TestCASRescansSeeChangesThroughTheCache(t *testing.T) {
 	cfg.CAS.ScanInterval = 30 * time.Millisecond
 	sink := new(consumertest.MetricsSink)
 	r, err := NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.Shutdown(context.Background()) }()
+	runUntilCleanup(t, r, err)
 	waitFor(t, "three scans", func() bool { return len(sink.AllMetrics()) >= 3 })
 	first, _ := gaugeValues(sink.AllMetrics()[0])
 	third, _ := gaugeValues(sink.AllMetrics()[2])

@@ -47,17 +47,7 @@ func startTraces(t *testing.T, cfg *Config, next consumer.Traces) *observer.Obse
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	r, err := NewFactory().CreateTraces(context.Background(), set, cfg, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	runUntilCleanup(t, r, err)
 	return logs
 }
 

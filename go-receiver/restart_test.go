@@ -169,13 +169,7 @@ func TestStartAtEndSkipsExistingBuildsButSendsNewOnes(t *testing.T) {
 	sink := &traceRecorder{seen: map[string]int{}}
 	set := receivertest.NewNopSettings(metadata.Type)
 	r, err := NewFactory().CreateTraces(context.Background(), set, cfg, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.Shutdown(context.Background()) }()
+	runUntilCleanup(t, r, err)
 	time.Sleep(100 * time.Millisecond)
 	if n := len(sink.snapshot()); n != 0 {
 		t.Fatalf("start_at end sent %d existing builds", n)

@@ -1,11 +1,14 @@
 package compiletoolsreceiver
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -76,18 +79,40 @@ func referenceTraces(t *testing.T, caseName string) ptrace.Traces {
 	return td
 }
 
-// spanNames returns the multiset of span names in td.
-func spanNames(td ptrace.Traces) map[string]int {
-	names := map[string]int{}
+// forEachSpan calls f for every span of td.
+func forEachSpan(td ptrace.Traces, f func(ptrace.Span)) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		sss := rss.At(i).ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				names[spans.At(k).Name()]++
+				f(spans.At(k))
 			}
 		}
 	}
+}
+
+// spanNames returns the multiset of span names in td.
+func spanNames(td ptrace.Traces) map[string]int {
+	names := map[string]int{}
+	forEachSpan(td, func(s ptrace.Span) { names[s.Name()]++ })
 	return names
+}
+
+// runUntilCleanup starts a created receiver on a nop host and shuts it down
+// (which must succeed) when the test ends.
+func runUntilCleanup(t *testing.T, r component.Component, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 }
