@@ -10,6 +10,7 @@ use super::{call, decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
 use crate::cancel::CancelToken;
 use crate::cas::{self, CasKind, ScanCache, ScanLimits, StoreStats};
 use crate::error::{Error, ErrorCode};
+use crate::otlp::store_resource;
 
 /// `CtCasCell.kind`: an object-file store.
 pub const CT_CAS_KIND_OBJ: u32 = 0;
@@ -239,10 +240,7 @@ unsafe fn decode(req: &CtCasRequest) -> Result<CasScan, String> {
         cells.push((kind, path, c.explicit_ != 0));
     }
     let host_name = unsafe { req.host_name.to_string_lossy() };
-    let mut service = unsafe { req.service_name.to_string_lossy() };
-    if service.is_empty() {
-        service = "compiletools".to_owned();
-    }
+    let service = unsafe { req.service_name.to_string_lossy() };
     let variant = unsafe { req.variant.to_string_lossy() };
     let user = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
     let mut limits = ScanLimits::default();
@@ -250,38 +248,13 @@ unsafe fn decode(req: &CtCasRequest) -> Result<CasScan, String> {
         limits.max_threads = req.max_threads as usize;
     }
     Ok(CasScan {
-        resource: resource(&service, &host_name, &variant, user),
+        resource: store_resource(&service, &host_name, &variant, &user),
         cells,
         host_name,
         time_unix_nano: req.time_unix_nano,
         as_spans: req.flags & CT_FLAG_METRICS_AS_SPANS != 0,
         limits,
     })
-}
-
-/// The resource of a scan: built-in keys first; user keys that clash lose.
-fn resource(service: &str, host: &str, variant: &str, user: Vec<(String, String)>) -> Vec<(String, String)> {
-    let mut out = vec![
-        ("service.name".to_owned(), service.to_owned()),
-        ("service.namespace".to_owned(), "compiletools".to_owned()),
-    ];
-    if !host.is_empty() {
-        out.push(("host.name".to_owned(), host.to_owned()));
-    }
-    if !variant.is_empty() {
-        out.push(("ct.variant".to_owned(), variant.to_owned()));
-    }
-    const BUILT_IN: [&str; 4] = ["service.name", "service.namespace", "host.name", "ct.variant"];
-    for (k, v) in user {
-        if !k.is_empty()
-            && !v.is_empty()
-            && !BUILT_IN.contains(&k.as_str())
-            && !out.iter().any(|(ok, _)| *ok == k)
-        {
-            out.push((k, v));
-        }
-    }
-    out
 }
 
 fn run(scan: &CasScan, cancel: &CancelToken, mut cache: Option<&mut ScanCache>) -> Result<CasDone, Error> {
@@ -339,32 +312,6 @@ fn run(scan: &CasScan, cancel: &CancelToken, mut cache: Option<&mut ScanCache>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn user_attributes_lose_to_built_ins() {
-        let r = resource(
-            "s",
-            "h",
-            "v",
-            vec![
-                ("host.name".into(), "x".into()),
-                ("team".into(), "t".into()),
-                ("".into(), "e".into()),
-            ],
-        );
-        let keys: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(
-            keys,
-            [
-                "service.name",
-                "service.namespace",
-                "host.name",
-                "ct.variant",
-                "team"
-            ]
-        );
-        assert_eq!(r[2].1, "h");
-    }
 
     #[test]
     fn missing_cells_explicit_vs_default() {

@@ -11,7 +11,7 @@ pub mod snapshot;
 pub mod trace;
 
 pub use metrics::{build_metrics_request, encode_metrics_request, MetricsInput};
-pub use resource::{build_resource, with_invocation_id};
+pub use resource::{build_resource, store_resource, with_invocation_id};
 pub use root::{ccache_attributes, root_attributes, root_attributes_with_ccache};
 pub use snapshot::{snapshot_scope_spans, SnapshotInput};
 pub use trace::{

@@ -71,17 +71,7 @@ pub fn build_resource(
     if let Some(sha) = &req.git_commit_sha {
         a.non_empty_string("git.commit.sha", sha);
     }
-    let mut seen: Vec<&str> = Vec::with_capacity(req.resource_attributes.len());
-    for (key, value) in &req.resource_attributes {
-        // First occurrence of a user key wins; built-ins always win.
-        if key.is_empty()
-            || value.is_empty()
-            || BUILT_IN_KEYS.contains(&key.as_str())
-            || seen.contains(&key.as_str())
-        {
-            continue;
-        }
-        seen.push(key);
+    for (key, value) in user_attributes(&req.resource_attributes) {
         a.string(key, value);
     }
     let (attributes, _) = a.finish();
@@ -89,6 +79,50 @@ pub fn build_resource(
         attributes,
         ..Default::default()
     }
+}
+
+/// The user resource attributes that survive: non-empty keys and values,
+/// no built-in key (built-ins always win), the first occurrence of a key.
+pub fn user_attributes(user: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
+    let mut seen: Vec<&str> = Vec::with_capacity(user.len());
+    user.iter().filter_map(move |(key, value)| {
+        if key.is_empty()
+            || value.is_empty()
+            || BUILT_IN_KEYS.contains(&key.as_str())
+            || seen.contains(&key.as_str())
+        {
+            return None;
+        }
+        seen.push(key);
+        Some((key.as_str(), value.as_str()))
+    })
+}
+
+/// The resource of a CAS store scan (as key/value pairs): the service, the
+/// host and the store set's variant, then the user attributes by the same
+/// rules as a build's resource.
+pub fn store_resource(
+    service: &str,
+    host: &str,
+    variant: &str,
+    user: &[(String, String)],
+) -> Vec<(String, String)> {
+    let service = if service.is_empty() {
+        DEFAULT_SERVICE_NAME
+    } else {
+        service
+    };
+    let mut out = vec![
+        ("service.name".to_owned(), service.to_owned()),
+        ("service.namespace".to_owned(), SERVICE_NAMESPACE.to_owned()),
+    ];
+    for (key, value) in [("host.name", host), ("ct.variant", variant)] {
+        if !value.is_empty() {
+            out.push((key.to_owned(), value.to_owned()));
+        }
+    }
+    out.extend(user_attributes(user).map(|(k, v)| (k.to_owned(), v.to_owned())));
+    out
 }
 
 /// A copy of `resource` whose `ct.invocation_id` is `invocation_id`: the
@@ -116,6 +150,32 @@ pub fn with_invocation_id(resource: &Resource, invocation_id: &str, max_attribut
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_resource_user_attributes_lose_to_built_ins() {
+        let user = vec![
+            ("host.name".to_owned(), "x".to_owned()),
+            ("team".to_owned(), "t".to_owned()),
+            ("team".to_owned(), "second".to_owned()),
+            ("".to_owned(), "e".to_owned()),
+        ];
+        let r = store_resource("", "h", "v", &user);
+        let keys: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "service.name",
+                "service.namespace",
+                "host.name",
+                "ct.variant",
+                "team"
+            ]
+        );
+        assert_eq!(
+            (r[0].1.as_str(), r[2].1.as_str(), r[4].1.as_str()),
+            ("compiletools", "h", "t")
+        );
+    }
 
     fn attrs(r: &Resource) -> Vec<(String, String)> {
         r.attributes
