@@ -155,17 +155,9 @@ impl Trace {
 
 // ------------------------------------------------------------- corpus paths
 
-/// The corpus: `$CT_CORPUS_DIR`, else `<workspace>/../shared/corpus`.
-pub fn corpus_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CT_CORPUS_DIR") {
-        return PathBuf::from(dir);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("..")
-        .join("shared")
-        .join("corpus")
-}
+#[path = "../corpus_path/mod.rs"]
+mod corpus_path;
+pub use corpus_path::corpus_dir;
 
 /// Every case directory that has `reference/001-traces.json`, sorted.
 pub fn cases_with_reference() -> Vec<PathBuf> {
