@@ -36,8 +36,10 @@ PATHS = {"/v1/traces": "traces", "/v1/metrics": "metrics", "/v1/logs": "logs"}
 # Refuse absurd bodies instead of reading them into memory.
 MAX_BODY_BYTES = 256 * 1024 * 1024
 
-# arrived_at: time.monotonic() when the request was decoded (latency measurements).
-Received = namedtuple("Received", "signal message content_encoding wire_bytes arrived_at")
+# seq: 1-based arrival number; body: the request body after Content-Encoding
+# was undone, byte for byte as the sender encoded it (saved as reference
+# files); arrived_at: time.monotonic() when it was decoded (latency).
+Received = namedtuple("Received", "seq signal body message content_encoding wire_bytes arrived_at")
 Rejected = namedtuple("Rejected", "path status reason")
 
 
@@ -67,12 +69,13 @@ class _Handler(BaseHTTPRequestHandler):
             if kind is None:
                 raise _BadRequest(404, "unknown path")
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
-            message = _decode_or_400(kind, _decompress(body, encoding))
+            raw = _decompress(body, encoding)
+            message = _decode_or_400(kind, raw)
         except _BadRequest as exc:
             self.server.sink._record_rejected(Rejected(path, exc.status, exc.reason))
             self._reply(exc.status, exc.reason.encode(), "text/plain; charset=utf-8")
             return
-        self.server.sink._record(Received(kind, message, encoding or None, len(body), time.monotonic()))
+        self.server.sink._record(kind, raw, message, encoding or None, len(body))
         response = otlp.SIGNALS[kind][1]().SerializeToString()
         self._reply(200, response, "application/x-protobuf")
 
@@ -181,9 +184,10 @@ class OtlpSink:
         return f"http://127.0.0.1:{self.port}"
 
     # -- recording (called from handler threads) ---------------------------
-    def _record(self, received):
+    def _record(self, kind, raw, message, encoding, wire_bytes):
         with self._cond:
-            self._received.append(received)
+            self._received.append(Received(len(self._received) + 1, kind, raw, message, encoding,
+                                           wire_bytes, time.monotonic()))
             self._last_change = time.monotonic()
             self._cond.notify_all()
 

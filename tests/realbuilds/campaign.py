@@ -19,7 +19,7 @@ Two ways our collector meets a build (scenarios.Scenario.watch):
   post  a collector started after the build with `start_at: beginning` over
         <ws>/diag-post/<scenario>, the explicit statslog mapped with
         capture.statslogs.
-Both export to 127.0.0.1 sinks; the reference sink is a fresh RawSink per build.
+Both export to 127.0.0.1 sinks; the reference sink is a fresh OtlpSink per build (raw bodies kept).
 """
 
 import json
@@ -39,7 +39,7 @@ import ctrun
 import ourcollector
 import projects
 import scenarios
-from rawsink import RawSink
+from otlp_sink import OtlpSink
 
 INVOCATION_ID = re.compile(r"^\d{8}T\d{6}-\d+$")
 ARRIVAL_TIMEOUT_S = 30.0      # a build must reach the sink by then (poll 200 ms + settle 2 s + margin)
@@ -184,15 +184,15 @@ class Campaign:
         res = BuildResult(sc, case_dir)
 
         env = ctrun.build_env(self.work, ccache_dir, no_flock=sc.no_flock)
-        with RawSink() as ref:
+        with OtlpSink() as ref:
             argv = ctrun.ct_cake_argv(sc.backend, diag_parent, statslog or "auto", ref.endpoint,
                                       metrics_as_spans=sc.metrics_as_spans)
             rc, wall, linked = ctrun.run_ct_cake(
                 argv, ws, env, os.path.join(case_dir, "stdout.txt"), os.path.join(case_dir, "stderr.txt"),
                 diag_parent, os.path.join(case_dir, "captured"))
             ref.wait_quiet(0.3, 5)  # every request was answered before ct-cake exited
-            ref_reqs = ref.snapshot()
-            ref_rejected = list(ref.rejected)
+            ref_reqs = ref.requests()
+            ref_rejected = ref.rejected()
         build_s = time.monotonic() - t0
         if not os.listdir(os.path.join(case_dir, "captured")):
             os.rmdir(os.path.join(case_dir, "captured"))
