@@ -11,6 +11,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=src/error.rs");
     println!("cargo:rerun-if-changed=src/request.rs");
+    // The C header's CT_CAS_KIND_* come from the CasKind enum.
+    println!("cargo:rerun-if-changed=src/cas/kind.rs");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed={HEADER}");
     println!("cargo:rerun-if-env-changed=CT_BLESS_HEADER");

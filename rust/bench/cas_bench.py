@@ -12,10 +12,10 @@ create — and measures, each best of N:
 
   ct-cache-report, empty cell   interpreter start-up alone
   ct-cache-report warm / cold   `ct-cache-report --json` on the cell
-  ours uncached cold / warm     `cas_scan obj CELL` (scan_store_with)
+  ours uncached cold / warm     `cas_scan obj CELL` (scan_set, no cache)
   ours cached, first scan cold  `cas_scan --cached`: the scan filling the cache
   ours cached, steady state     `cas_scan --cached --repeat 20`: rescans of an
-                                unchanged store (scan_store_cached)
+                                unchanged store (scan_set with a ScanCache)
 
 "cold" = after `sync; echo 3 > /proc/sys/vm/drop_caches` (needs root; if it
 fails the rows say "not cold"). Wall time is the process's (fork to exit),

@@ -15,9 +15,14 @@
 //! (the cell must end in `/<V>`; with only `--cas-objdir` the report is the
 //! flat legacy object, otherwise take `."cas-<kind>dir-report"`).
 //!
+//! The scan goes through `scan_set`, the entry point the receiver calls,
+//! with the cell as the one explicitly configured cell of the set (a missing
+//! cell reports zeros); `otlp_bytes` is the size of the request it would
+//! send.
+//!
 //! `--repeat N` scans N times in this process (default 1); `elapsed_ms` is
-//! the best wall time of one scan, `runs_ms` all of them. `--cached` uses
-//! `scan_store_cached` with one `ScanCache`: a first scan fills the cache
+//! the best wall time of one scan, `runs_ms` all of them. `--cached` passes
+//! one `ScanCache` to every scan: a first scan fills the cache
 //! (`fill_ms`), then the N timed scans are the steady state of a periodic
 //! scanner on an unchanged store; `cache` says what the last one reused
 //! and how big the cache is. Every scan must give the same result (exit
@@ -27,10 +32,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use compiletools_core::cas::{
-    scan_store_cached, scan_store_with, CasKind, ScanCache, ScanLimits, StoreStats,
-};
-use compiletools_core::CancelToken;
+use compiletools_core::cas::{CasKind, ScanCache, ScanLimits, StoreStats};
+use compiletools_core::{scan_set, CancelToken, CasCell, CasOutput, CasRequest};
 use serde_json::{json, Map, Value};
 
 fn unique_key(kind: CasKind) -> &'static str {
@@ -126,18 +129,34 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
+/// The one store a scan of a one-cell set reported, and the size of its
+/// request; a cell that could not be listed is left out with a warning.
+fn only_store(out: CasOutput) -> Result<(StoreStats, usize), String> {
+    let bytes = out.metrics.map_or(0, |m| m.len());
+    match <[_; 1]>::try_from(out.stores) {
+        Ok([(_, stats)]) => Ok((stats, bytes)),
+        Err(_) => Err(out.warnings.join("\n")),
+    }
+}
+
 fn run(args: &Args) -> Result<Value, String> {
     let cancel = CancelToken::new();
     let mut cache = ScanCache::new();
+    let mut request = CasRequest::new("cas_scan", 0);
+    request.cells.push(CasCell {
+        kind: args.kind,
+        path: args.cell.clone(),
+        explicit: true,
+    });
+    request.limits = args.limits;
+    let otlp_bytes = std::cell::Cell::new(0);
     let scan = |cache: &mut ScanCache| -> Result<(StoreStats, f64), String> {
         let start = Instant::now();
-        let result = if args.cached {
-            scan_store_cached(args.kind, &args.cell, &cancel, args.limits, cache)
-        } else {
-            scan_store_with(args.kind, &args.cell, &cancel, args.limits)
-        };
+        let result = scan_set(&request, &cancel, args.cached.then_some(cache));
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        result.map(|s| (s, ms)).map_err(|e| e.to_string())
+        let (stats, bytes) = only_store(result.map_err(|e| e.to_string())?)?;
+        otlp_bytes.set(bytes);
+        Ok((stats, ms))
     };
     let fill = if args.cached {
         Some(scan(&mut cache)?)
@@ -160,6 +179,7 @@ fn run(args: &Args) -> Result<Value, String> {
     let stats = first.expect("at least one scan");
     let mut out = to_json(args.kind, &stats, &runs_ms);
     out["mode"] = if args.cached { "cached" } else { "uncached" }.into();
+    out["otlp_bytes"] = otlp_bytes.get().into();
     if let Some((_, fill_ms)) = fill {
         let r = cache.last_scan();
         let f = cache.footprint();

@@ -1,10 +1,12 @@
 //! Parsing core of the compiletools OpenTelemetry receiver.
 //!
 //! Data flows one way: files on disk → a typed model of the build
-//! ([`timing`], plus the side files [`statslog`] and [`outcomes`]) → OTLP
-//! protobuf bytes ([`otlp`]). [`pipeline`] ties the steps together for one
-//! invocation directory; [`ffi`] exposes that single call to the Go receiver
-//! through a C ABI that never lets a panic escape. [`pytext`] holds the
+//! ([`timing`], plus the side files [`statslog`] and [`outcomes`]) or of a
+//! CAS store ([`cas`]) → OTLP protobuf bytes ([`otlp`]). [`pipeline`] ties
+//! the steps together for one invocation directory ([`process_build`]) and
+//! for one CAS store set ([`scan_set`]); [`ffi`] exposes those two calls to
+//! the Go receiver through a C ABI that never lets a panic escape, and only
+//! decodes their requests and fills in their results. [`pytext`] holds the
 //! Python text rules compiletools' own parsers follow.
 
 pub mod cancel;
@@ -24,5 +26,5 @@ pub mod warnings;
 
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};
-pub use pipeline::process_build;
-pub use request::{BuildOutput, BuildRequest, Limits, Signals, Summary};
+pub use pipeline::{process_build, scan_set};
+pub use request::{BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, Signals, Summary};

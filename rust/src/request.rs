@@ -1,6 +1,10 @@
-//! What the receiver asks of the core for one build, and what it gets back.
+//! What the receiver asks of the core, and what it gets back: one build
+//! ([`BuildRequest`] → [`BuildOutput`]) or one scan of a CAS store set
+//! ([`CasRequest`] → [`CasOutput`]).
 
 use std::path::PathBuf;
+
+use crate::cas::{CasKind, ScanLimits, StoreStats};
 
 /// Which OTLP signals to produce. A signal without a consumer in the
 /// collector is not asked for, so its work is skipped.
@@ -113,4 +117,70 @@ pub struct BuildOutput {
     /// `ExportMetricsServiceRequest` bytes, when metrics were asked for and exist.
     pub metrics: Option<Vec<u8>>,
     pub summary: Summary,
+}
+
+/// One cell of a CAS scan: one variant's directory of one store kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CasCell {
+    pub kind: CasKind,
+    pub path: PathBuf,
+    /// Configured explicitly: a missing cell reports zeros (ct-cache-report
+    /// with the store named on its command line). Otherwise a missing cell
+    /// is left out (spec §6.8).
+    pub explicit: bool,
+}
+
+/// One scan of a CAS store set (typically one variant's obj/pch/pcm/exe
+/// cells), sent as one OTLP request.
+#[derive(Debug, Clone)]
+pub struct CasRequest {
+    pub cells: Vec<CasCell>,
+    /// `host.name`; also an input of the snapshot span's ids.
+    pub host_name: String,
+    /// `service.name`.
+    pub service_name: String,
+    /// `ct.variant`; empty: omitted.
+    pub variant: String,
+    /// User resource attributes; built-in keys win over these.
+    pub resource_attributes: Vec<(String, String)>,
+    /// Time of the data points (or of the snapshot span), Unix ns.
+    pub time_unix_nano: u64,
+    /// Send the numbers as one `ct.cache.snapshot` span instead of gauges.
+    pub metrics_as_spans: bool,
+    pub limits: ScanLimits,
+}
+
+impl CasRequest {
+    pub fn new(host_name: impl Into<String>, time_unix_nano: u64) -> Self {
+        Self {
+            cells: Vec::new(),
+            host_name: host_name.into(),
+            service_name: "compiletools".to_owned(),
+            variant: String::new(),
+            resource_attributes: Vec::new(),
+            time_unix_nano,
+            metrics_as_spans: false,
+            limits: ScanLimits::default(),
+        }
+    }
+}
+
+/// What one CAS scan produced.
+#[derive(Debug, Clone, Default)]
+pub struct CasOutput {
+    /// `ExportMetricsServiceRequest` bytes (the gauges), unless
+    /// metrics-as-spans; empty when no cell was scanned.
+    pub metrics: Option<Vec<u8>>,
+    /// `ExportTraceServiceRequest` bytes (`ct.cache.snapshot`), with
+    /// metrics-as-spans; empty when no cell was scanned.
+    pub traces: Option<Vec<u8>>,
+    /// The stores that were scanned and reported, in cell order.
+    pub stores: Vec<(CasKind, StoreStats)>,
+    /// Gauge data points (or span attributes) produced.
+    pub points: u64,
+    /// Anomalies met (manifests treated as missing, unreadable dirs, cells
+    /// that could not be listed, …).
+    pub anomalies: u64,
+    /// Human-readable warnings.
+    pub warnings: Vec<String>,
 }

@@ -36,24 +36,40 @@
 #define CT_FLAG_FORCE_PANIC 2147483648
 
 /**
- * `CtCasCell.kind`: an object-file store.
+ * A kind of CAS store. The declaration order is the order compiletools
+ * uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
+ * derived `Ord` follows it. The discriminants are the C ABI's numbers:
+ * never renumber one.
  */
-#define CT_CAS_KIND_OBJ 0
-
-/**
- * `CtCasCell.kind`: a precompiled-header store.
- */
-#define CT_CAS_KIND_PCH 1
-
-/**
- * `CtCasCell.kind`: a C++ module (pcm) store.
- */
-#define CT_CAS_KIND_PCM 2
-
-/**
- * `CtCasCell.kind`: an executable/library store.
- */
-#define CT_CAS_KIND_EXE 3
+enum CtCasKind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Object files (`cas-objdir`, spec §6.3).
+   */
+  CT_CAS_KIND_OBJ = 0,
+  /**
+   * Precompiled headers (`cas-pchdir`, spec §6.4).
+   */
+  CT_CAS_KIND_PCH = 1,
+  /**
+   * C++20 module / header-unit BMIs (`cas-pcmdir`, spec §6.5).
+   */
+  CT_CAS_KIND_PCM = 2,
+  /**
+   * Linked executables and libraries (`cas-exedir`, spec §6.6).
+   */
+  CT_CAS_KIND_EXE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum CtCasKind CtCasKind;
+#else
+typedef uint32_t CtCasKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
 
 /**
  * Stable numeric error codes returned by the C ABI. `Ok` is zero.
@@ -202,7 +218,8 @@ typedef struct {
  */
 typedef struct {
   /**
-   * `CT_CAS_KIND_*`.
+   * `CT_CAS_KIND_*` (a `CtCasKind`; an unknown number is an invalid
+   * request, not undefined behaviour, hence the plain integer).
    */
   uint32_t kind;
   CtByteView path;

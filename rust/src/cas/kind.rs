@@ -1,20 +1,27 @@
 //! The four kinds of CAS store (spec §6.1).
+//!
+//! This enum is the one definition of the kinds: cbindgen exports it to the
+//! C header as `CtCasKind` (`CT_CAS_KIND_OBJ` … `CT_CAS_KIND_EXE`), the
+//! numbers the Go receiver puts in `CtCasCell.kind`, and [`CasKind::as_str`]
+//! gives the names the configuration and the `cas_kind` attribute use.
 
 use std::fmt;
 
 /// A kind of CAS store. The declaration order is the order compiletools
 /// uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
-/// derived `Ord` follows it.
+/// derived `Ord` follows it. The discriminants are the C ABI's numbers:
+/// never renumber one.
+#[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CasKind {
     /// Object files (`cas-objdir`, spec §6.3).
-    Obj,
+    Obj = 0,
     /// Precompiled headers (`cas-pchdir`, spec §6.4).
-    Pch,
+    Pch = 1,
     /// C++20 module / header-unit BMIs (`cas-pcmdir`, spec §6.5).
-    Pcm,
+    Pcm = 2,
     /// Linked executables and libraries (`cas-exedir`, spec §6.6).
-    Exe,
+    Exe = 3,
 }
 
 impl CasKind {
@@ -40,6 +47,11 @@ impl CasKind {
     pub fn parse(s: &str) -> Option<CasKind> {
         CasKind::all().into_iter().find(|k| k.as_str() == s)
     }
+
+    /// The kind whose C ABI number is `n` (a `CT_CAS_KIND_*` value).
+    pub fn from_number(n: u32) -> Option<CasKind> {
+        CasKind::all().into_iter().find(|k| *k as u32 == n)
+    }
 }
 
 impl fmt::Display for CasKind {
@@ -60,6 +72,10 @@ mod tests {
             assert_eq!(CasKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(CasKind::parse("OBJ"), None);
+        for (n, k) in CasKind::all().into_iter().enumerate() {
+            assert_eq!(CasKind::from_number(n as u32), Some(k));
+        }
+        assert_eq!(CasKind::from_number(4), None);
         let mut sorted = vec![CasKind::Exe, CasKind::Obj, CasKind::Pcm, CasKind::Pch];
         sorted.sort();
         assert_eq!(sorted, CasKind::all());

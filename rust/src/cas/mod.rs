@@ -51,6 +51,10 @@
 //! within 2 s before the scan and shards with anomalies are never kept;
 //! pch/pcm/exe are never cached (their manifests change in place). The
 //! rules, their limits and the cache's size are in the `cache` module.
+//!
+//! A whole store set (the cells of one variant) is scanned and turned into
+//! one OTLP request by [`crate::scan_set`], the entry point the receiver
+//! calls.
 
 mod buckets;
 mod cache;

@@ -1,31 +1,22 @@
-//! The CAS-store scan call of the C ABI: one call scans the cells of one
-//! store set (typically one variant's obj/pch/pcm/exe cells) and returns one
-//! OTLP request.
-
-use std::path::PathBuf;
+//! The CAS-store scan call of the C ABI: decodes a `CtCasRequest` into a
+//! [`CasRequest`], runs [`scan_set`] (one store set, typically one variant's
+//! obj/pch/pcm/exe cells, to one OTLP request) and fills in a `CtCasResult`.
 
 use super::buffer::{CtBuffer, CtByteView};
 use super::guard::guard;
 use super::{call, decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
 use crate::cancel::CancelToken;
-use crate::cas::{self, CasKind, ScanCache, ScanLimits, StoreStats};
-use crate::error::{Error, ErrorCode};
-use crate::otlp::store_resource;
-
-/// `CtCasCell.kind`: an object-file store.
-pub const CT_CAS_KIND_OBJ: u32 = 0;
-/// `CtCasCell.kind`: a precompiled-header store.
-pub const CT_CAS_KIND_PCH: u32 = 1;
-/// `CtCasCell.kind`: a C++ module (pcm) store.
-pub const CT_CAS_KIND_PCM: u32 = 2;
-/// `CtCasCell.kind`: an executable/library store.
-pub const CT_CAS_KIND_EXE: u32 = 3;
+use crate::cas::{CasKind, ScanCache};
+use crate::error::ErrorCode;
+use crate::pipeline::scan_set;
+use crate::request::{CasCell, CasRequest};
 
 /// One cell (one variant's directory of one store kind).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CtCasCell {
-    /// `CT_CAS_KIND_*`.
+    /// `CT_CAS_KIND_*` (a `CtCasKind`; an unknown number is an invalid
+    /// request, not undefined behaviour, hence the plain integer).
     pub kind: u32,
     pub path: CtByteView,
     /// Non-zero: configured explicitly, so a missing cell reports zeros
@@ -141,16 +132,16 @@ pub unsafe extern "C" fn ct_scan_cas(
     let out = unsafe { &mut *out };
     let body = |req: &CtCasRequest, token: &CancelToken| {
         // SAFETY: forwarded to the caller.
-        let scan = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
+        let request = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
         // SAFETY: the caller guarantees cache is live or null.
         match unsafe { cache.as_ref() } {
             Some(c) => {
                 // A panic in an earlier scan poisons the lock; the cache is
                 // only ever left consistent (scans commit at the end), so go on.
                 let mut cache = c.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                run(&scan, token, Some(&mut cache))
+                scan_set(&request, token, Some(&mut cache))
             }
-            None => run(&scan, token, None),
+            None => scan_set(&request, token, None),
         }
         .map_err(|e| (e.code(), e.to_string()))
     };
@@ -158,17 +149,14 @@ pub unsafe extern "C" fn ct_scan_cas(
     let outcome = unsafe { call(req, cancel, body) };
     match outcome {
         Ok(done) => {
-            out.cells_scanned = done.cells_scanned;
+            out.cells_scanned = done.stores.len() as u32;
             out.points = done.points;
             out.anomalies = done.anomalies;
             if !done.warnings.is_empty() {
                 out.warnings = CtBuffer::from_string(done.warnings.join("\n"));
             }
-            if done.as_spans {
-                out.traces = CtBuffer::from_vec(done.bytes);
-            } else {
-                out.metrics = CtBuffer::from_vec(done.bytes);
-            }
+            out.traces = done.traces.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
+            out.metrics = done.metrics.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
             ErrorCode::Ok as i32
         }
         Err((code, message)) => {
@@ -199,28 +187,9 @@ pub unsafe extern "C" fn ct_cas_result_free(res: *mut CtCasResult) {
     });
 }
 
-/// A decoded scan request.
-struct CasScan {
-    cells: Vec<(CasKind, PathBuf, bool)>,
-    resource: Vec<(String, String)>,
-    host_name: String,
-    time_unix_nano: u64,
-    as_spans: bool,
-    limits: ScanLimits,
-}
-
-struct CasDone {
-    bytes: Vec<u8>,
-    as_spans: bool,
-    cells_scanned: u32,
-    points: u64,
-    anomalies: u64,
-    warnings: Vec<String>,
-}
-
 /// # Safety
 /// As `ct_scan_cas`.
-unsafe fn decode(req: &CtCasRequest) -> Result<CasScan, String> {
+unsafe fn decode(req: &CtCasRequest) -> Result<CasRequest, String> {
     // SAFETY (whole function): forwarded to the caller.
     let raw_cells = if req.cells.is_null() || req.cell_count == 0 {
         &[][..]
@@ -229,108 +198,26 @@ unsafe fn decode(req: &CtCasRequest) -> Result<CasScan, String> {
     };
     let mut cells = Vec::with_capacity(raw_cells.len());
     for (i, c) in raw_cells.iter().enumerate() {
-        let kind = match c.kind {
-            CT_CAS_KIND_OBJ => CasKind::Obj,
-            CT_CAS_KIND_PCH => CasKind::Pch,
-            CT_CAS_KIND_PCM => CasKind::Pcm,
-            CT_CAS_KIND_EXE => CasKind::Exe,
-            other => return Err(format!("cells[{i}]: unknown kind {other}")),
-        };
+        let kind =
+            CasKind::from_number(c.kind).ok_or_else(|| format!("cells[{i}]: unknown kind {}", c.kind))?;
         let path = unsafe { c.path.to_path() }.ok_or_else(|| format!("cells[{i}]: empty path"))?;
-        cells.push((kind, path, c.explicit_ != 0));
+        cells.push(CasCell {
+            kind,
+            path,
+            explicit: c.explicit_ != 0,
+        });
     }
-    let host_name = unsafe { req.host_name.to_string_lossy() };
+    let mut request = CasRequest::new(unsafe { req.host_name.to_string_lossy() }, req.time_unix_nano);
+    request.cells = cells;
     let service = unsafe { req.service_name.to_string_lossy() };
-    let variant = unsafe { req.variant.to_string_lossy() };
-    let user = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
-    let mut limits = ScanLimits::default();
+    if !service.is_empty() {
+        request.service_name = service;
+    }
+    request.variant = unsafe { req.variant.to_string_lossy() };
+    request.resource_attributes = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
+    request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
     if req.max_threads > 0 {
-        limits.max_threads = req.max_threads as usize;
+        request.limits.max_threads = req.max_threads as usize;
     }
-    Ok(CasScan {
-        resource: store_resource(&service, &host_name, &variant, &user),
-        cells,
-        host_name,
-        time_unix_nano: req.time_unix_nano,
-        as_spans: req.flags & CT_FLAG_METRICS_AS_SPANS != 0,
-        limits,
-    })
-}
-
-fn run(scan: &CasScan, cancel: &CancelToken, mut cache: Option<&mut ScanCache>) -> Result<CasDone, Error> {
-    let mut stores: Vec<(CasKind, StoreStats)> = Vec::new();
-    let mut warnings = Vec::new();
-    let mut anomalies = 0u64;
-    for (kind, path, explicit) in &scan.cells {
-        cancel.check()?;
-        let scanned = match cache.as_deref_mut() {
-            Some(c) => cas::scan_store_cached(*kind, path, cancel, scan.limits, c),
-            None => cas::scan_store_with(*kind, path, cancel, scan.limits),
-        };
-        match scanned {
-            Ok(stats) => {
-                anomalies += stats.anomalies.counters().iter().map(|(_, n)| n).sum::<u64>();
-                for w in &stats.warnings {
-                    warnings.push(format!("{}: {}", w.path.display(), w.detail));
-                }
-                if !stats.exists {
-                    if !*explicit {
-                        continue; // not scanned: no points, as ct-cache-report in default scope
-                    }
-                    warnings.push(format!(
-                        "{}: configured {} store does not exist; reporting zeros",
-                        path.display(),
-                        kind.as_str()
-                    ));
-                }
-                stores.push((*kind, stats));
-            }
-            Err(Error::Cancelled) => return Err(Error::Cancelled),
-            Err(e) => {
-                anomalies += 1;
-                warnings.push(format!("{} store not scanned: {e}", kind.as_str()));
-            }
-        }
-    }
-    let cells_scanned = stores.len() as u32;
-    let points = cells_scanned as u64 * cas::otlp::METRIC_NAMES.len() as u64;
-    let bytes = if scan.as_spans {
-        cas::cas_snapshot_span_request(&stores, &scan.resource, &scan.host_name, scan.time_unix_nano)
-    } else {
-        cas::cas_metrics_request(&stores, &scan.resource, scan.time_unix_nano)
-    };
-    Ok(CasDone {
-        bytes,
-        as_spans: scan.as_spans,
-        cells_scanned,
-        points,
-        anomalies,
-        warnings,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn missing_cells_explicit_vs_default() {
-        let dir = std::env::temp_dir().join("ct-ffi-cas-missing-cell-test-does-not-exist");
-        let mk = |explicit| CasScan {
-            cells: vec![(CasKind::Obj, dir.clone(), explicit)],
-            resource: vec![],
-            host_name: "h".into(),
-            time_unix_nano: 1,
-            as_spans: false,
-            limits: ScanLimits::default(),
-        };
-        let token = CancelToken::new();
-        let skipped = run(&mk(false), &token, None).unwrap();
-        assert_eq!((skipped.cells_scanned, skipped.bytes.len()), (0, 0));
-        let mut cache = ScanCache::new();
-        let zeros = run(&mk(true), &token, Some(&mut cache)).unwrap();
-        assert_eq!(zeros.cells_scanned, 1);
-        assert!(!zeros.bytes.is_empty());
-        assert!(zeros.warnings.iter().any(|w| w.contains("does not exist")));
-    }
+    Ok(request)
 }

@@ -1,0 +1,12 @@
+//! The core's two entry points, from files on disk to OTLP bytes: one build
+//! ([`process_build`]: timing.json and its side files to a trace and ccache
+//! metrics) and one CAS store set ([`scan_set`]: cells to gauges or a
+//! snapshot span). The C ABI in `ffi` only decodes a request for them and
+//! fills in what they return; tests, examples and benches call them
+//! directly.
+
+mod build;
+mod cas;
+
+pub use build::{process_build, TIMING_FILE};
+pub use cas::scan_set;
