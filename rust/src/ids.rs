@@ -40,14 +40,37 @@
 //! Its own domain tag keeps it apart from every event's span id whatever
 //! the tree looks like (no index path is reserved for it).
 //!
+//! **CAS snapshot ids** (`trace_id`, `span_id`) of the `ct.cache.snapshot`
+//! span of one CAS scan (metrics-as-spans, spec §3.6), which is alone in a
+//! trace of its own: both come from one digest,
+//! `SHA-256(field("ctotel/v1/cas-snapshot") ‖ field(host.name) ‖ field(cells) ‖ field(time))`,
+//! **trace_id** = its first 16 bytes, **span_id** = its first 8 bytes (the
+//! span id is the first half of the trace id; OTLP keeps the two id spaces
+//! apart, and the trace holds exactly one span), where
+//! * `host.name` is the resource `host.name` as UTF-8;
+//! * `cells` are the cell paths of the stores in the snapshot, in spec §3.6
+//!   kind order (obj, pch, pcm, exe), as raw OS bytes, joined with one NUL
+//!   byte (a byte no path can contain, so the join is unambiguous);
+//! * `time` is the scan time in Unix nanoseconds as a decimal ASCII number,
+//!   e.g. `"1796010232235975950"`.
+//!
+//! Scanning the same cells on the same host at the same instant therefore
+//! gives the same ids, so a snapshot the receiver re-sends is an exact
+//! duplicate a backend can drop.
+//!
 //! **All-zero ids** are invalid in OTLP. If the truncated hash is all zeros,
 //! one more field holding a counter `n` (u32 big-endian, `n` = 1, 2, …) is
 //! appended to the same input and the hash is taken again, until the id is
-//! not all zeros.
+//! not all zeros. (For the CAS snapshot the test is on the span id, the
+//! shorter of the two: a non-zero span id makes the trace id non-zero.)
 //!
 //! Test vectors are in this module's tests (cross-checked with Python's
 //! `hashlib`).
 
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use sha2::digest::Output;
 use sha2::{Digest, Sha256};
 
 /// Domain separation tag of trace ids.
@@ -56,6 +79,8 @@ const TRACE_DOMAIN: &[u8] = b"ctotel/v1/trace";
 const SPAN_DOMAIN: &[u8] = b"ctotel/v1/span";
 /// Domain separation tag of the ccache snapshot span id.
 const SNAPSHOT_DOMAIN: &[u8] = b"ctotel/v1/ccache-snapshot";
+/// Domain separation tag of the CAS snapshot ids.
+const CAS_SNAPSHOT_DOMAIN: &[u8] = b"ctotel/v1/cas-snapshot";
 
 /// The trace id of one build.
 pub fn trace_id(host: &str, canonical_dir: &[u8], timestamp: &str) -> [u8; 16] {
@@ -113,6 +138,29 @@ pub fn snapshot_span_id(trace_id: &[u8; 16]) -> [u8; 8] {
     id
 }
 
+/// `(trace_id, span_id)` of the `ct.cache.snapshot` span of a CAS scan of
+/// `cells` (already in kind order) on `host` at `time_unix_nano`.
+pub fn cas_snapshot_ids(host: &str, cells: &[&Path], time_unix_nano: u64) -> ([u8; 16], [u8; 8]) {
+    let mut joined = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i > 0 {
+            joined.push(0);
+        }
+        joined.extend_from_slice(cell.as_os_str().as_bytes());
+    }
+    let time = time_unix_nano.to_string();
+    let mut base = Sha256::new();
+    for field in [CAS_SNAPSHOT_DOMAIN, host.as_bytes(), &joined, time.as_bytes()] {
+        update_field(&mut base, field);
+    }
+    let mut span_id = [0u8; 8];
+    let digest = nonzero_digest(base, span_id.len());
+    let mut trace_id = [0u8; 16];
+    trace_id.copy_from_slice(&digest[..16]);
+    span_id.copy_from_slice(&digest[..8]);
+    (trace_id, span_id)
+}
+
 /// Fills `out` with the leading bytes of the hash of `fields`, re-hashing
 /// with an appended counter field while the result is all zeros.
 fn hash_nonzero(fields: &[&[u8]], out: &mut [u8]) {
@@ -126,18 +174,24 @@ fn hash_nonzero(fields: &[&[u8]], out: &mut [u8]) {
 /// Fills `out` with the leading bytes of the hash `base` has been fed,
 /// re-hashing with an appended counter field while they are all zeros.
 fn finish_nonzero(base: Sha256, out: &mut [u8]) {
-    let digest = base.clone().finalize();
+    let digest = nonzero_digest(base, out.len());
     out.copy_from_slice(&digest[..out.len()]);
+}
+
+/// The hash `base` has been fed, taken again with an appended counter field
+/// while its first `prefix` bytes are all zeros.
+fn nonzero_digest(base: Sha256, prefix: usize) -> Output<Sha256> {
+    let mut digest = base.clone().finalize();
     let mut counter: u32 = 0;
-    while out.iter().all(|b| *b == 0) {
+    while digest[..prefix].iter().all(|b| *b == 0) {
         // 2^32 consecutive all-zero truncations cannot happen with SHA-256;
         // wrapping keeps the loop free of overflow panics regardless.
         counter = counter.wrapping_add(1);
         let mut hasher = base.clone();
         update_field(&mut hasher, &counter.to_be_bytes());
-        let digest = hasher.finalize();
-        out.copy_from_slice(&digest[..out.len()]);
+        digest = hasher.finalize();
     }
+    digest
 }
 
 fn update_field(hasher: &mut Sha256, field: &[u8]) {
@@ -246,6 +300,36 @@ mod tests {
         // Distinct from the root's and any event's id in the same trace.
         assert_ne!(snapshot_span_id(&tid), span_id(&tid, &[]));
         assert_ne!(snapshot_span_id(&tid), span_id(&tid, &[u32::MAX]));
+    }
+
+    #[test]
+    fn cas_snapshot_vector_matches_independent_computation() {
+        // Expected value computed independently with Python's hashlib:
+        //   f = lambda b: struct.pack(">Q", len(b)) + b
+        //   sha256(f(b"ctotel/v1/cas-snapshot") + f(b"vm")
+        //          + f(b"/p/cas-objdir/v\x00/p/cas-exedir/v") + f(b"1796010232235975950"))
+        let (t, s) = cas_snapshot_ids(
+            "vm",
+            &[Path::new("/p/cas-objdir/v"), Path::new("/p/cas-exedir/v")],
+            1_796_010_232_235_975_950,
+        );
+        assert_eq!(to_hex(&t), "cd03755e8e8ef6821e2f238b19652ae9");
+        assert_eq!(to_hex(&s), "cd03755e8e8ef682");
+    }
+
+    #[test]
+    fn cas_snapshot_inputs_matter_and_are_unambiguous() {
+        let ids = |host: &str, cells: &[&str], time: u64| {
+            let cells: Vec<&Path> = cells.iter().map(Path::new).collect();
+            cas_snapshot_ids(host, &cells, time)
+        };
+        let a = ids("h", &["/a", "/b"], 1);
+        assert_eq!(a, ids("h", &["/a", "/b"], 1));
+        assert_ne!(a, ids("h", &["/a/b"], 1));
+        assert_ne!(a, ids("h", &["/b", "/a"], 1));
+        assert_ne!(a, ids("h", &["/a", "/b"], 2));
+        assert_ne!(a, ids("g", &["/a", "/b"], 1));
+        assert!(a.0.iter().any(|b| *b != 0));
     }
 
     #[test]

@@ -9,16 +9,16 @@
 mod cas_support;
 
 use cas_support::{case_name, cases, materialize, parse_listing, read_json, reported};
-use compiletools_core::cas::{
-    cas_metrics_request, cas_snapshot_span_request, scan_store, CasKind, StoreStats,
-};
+use compiletools_core::cas::{scan_store, CasKind, StoreStats};
+use compiletools_core::otlp::{encode_cas_metrics_request, encode_cas_snapshot_span_request};
 use compiletools_core::CancelToken;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValueKind;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as PointValue;
+use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
 use serde_json::Value as Json;
@@ -36,6 +36,23 @@ fn resource_pairs(resource: &Json) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// A resource holding `pairs` as string attributes.
+fn resource_of(pairs: &[(String, String)]) -> Resource {
+    Resource {
+        attributes: pairs
+            .iter()
+            .map(|(k, v)| KeyValue {
+                key: k.clone(),
+                value: Some(AnyValue {
+                    value: Some(AnyValueKind::StringValue(v.clone())),
+                }),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
 }
 
 fn our_pairs(attrs: &[KeyValue]) -> Vec<(String, String)> {
@@ -178,8 +195,8 @@ fn metrics_match_every_reference() {
             &reference["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["gauge"]["dataPoints"][0]
                 ["timeUnixNano"],
         );
-        let resource = resource_pairs(&reference["resourceMetrics"][0]["resource"]);
-        let bytes = cas_metrics_request(&stores, &resource, time);
+        let resource = resource_of(&resource_pairs(&reference["resourceMetrics"][0]["resource"]));
+        let bytes = encode_cas_metrics_request(&stores, &resource, time);
         let ours = ExportMetricsServiceRequest::decode(bytes.as_slice()).unwrap();
         compare_metrics(&name, &ours, &reference);
         checked += 1;
@@ -211,9 +228,10 @@ fn scanned_listing_gives_the_reference_metrics() {
         &reference["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["gauge"]["dataPoints"][0]
             ["timeUnixNano"],
     );
-    let resource = resource_pairs(&reference["resourceMetrics"][0]["resource"]);
-    let ours = ExportMetricsServiceRequest::decode(cas_metrics_request(&stores, &resource, time).as_slice())
-        .unwrap();
+    let resource = resource_of(&resource_pairs(&reference["resourceMetrics"][0]["resource"]));
+    let ours =
+        ExportMetricsServiceRequest::decode(encode_cas_metrics_request(&stores, &resource, time).as_slice())
+            .unwrap();
     compare_metrics("01 (scanned)", &ours, &reference);
 }
 
@@ -253,9 +271,9 @@ fn snapshot_span_matches_every_reference() {
         }
         let mut stores = stores_of(&case, &kinds);
         stores.reverse();
-        let resource = resource_pairs(&rs_ref["resource"]);
+        let resource = resource_of(&resource_pairs(&rs_ref["resource"]));
         let time = json_u64(&span_ref["startTimeUnixNano"]);
-        let bytes = cas_snapshot_span_request(&stores, &resource, "vm", time);
+        let bytes = encode_cas_snapshot_span_request(&stores, &resource, "vm", time);
         let ours = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
 
         assert_eq!(ours.resource_spans.len(), 1, "{name}");
@@ -302,12 +320,12 @@ fn snapshot_span_matches_every_reference() {
         // deterministic: the same snapshot gives the same bytes
         assert_eq!(
             bytes,
-            cas_snapshot_span_request(&stores, &resource, "vm", time),
+            encode_cas_snapshot_span_request(&stores, &resource, "vm", time),
             "{name}"
         );
         assert_ne!(
             bytes,
-            cas_snapshot_span_request(&stores, &resource, "vm", time + 1),
+            encode_cas_snapshot_span_request(&stores, &resource, "vm", time + 1),
             "{name}"
         );
         checked += 1;

@@ -1,6 +1,6 @@
 //! CAS store health (DESIGN §5, spec §6): scanning one cell of an obj, pch,
-//! pcm or exe store the way `ct-cache-report` does, and turning the numbers
-//! into OTLP gauges or a `ct.cache.snapshot` span.
+//! pcm or exe store the way `ct-cache-report` does. The numbers become OTLP
+//! gauges or a `ct.cache.snapshot` span in `crate::otlp::cas`.
 //!
 //! # Parity
 //!
@@ -64,10 +64,8 @@ mod kind;
 mod manifest;
 mod names;
 mod obj;
-pub mod otlp;
 mod parallel;
 mod scan;
-pub mod snapshot_id;
 mod stats;
 
 use std::fs;
@@ -76,10 +74,6 @@ use std::path::Path;
 
 pub use cache::{scan_store_cached, CacheFootprint, CachedScanReport, ScanCache};
 pub use kind::CasKind;
-pub use otlp::{
-    build_cas_metrics_request, build_cas_snapshot_span_request, cas_metrics_request,
-    cas_snapshot_span_request,
-};
 pub use stats::{Anomalies, AnomalyKind, CasWarning, ScanLimits, StoreStats};
 
 use crate::{CancelToken, Error};

@@ -7,6 +7,22 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue};
 
 use crate::timing::MetaValue;
 
+/// An attribute built directly, for keys known to be distinct (no
+/// [`AttrBuilder`] key search, which is quadratic in the number of keys).
+pub fn key_value(key: String, value: Value) -> KeyValue {
+    KeyValue {
+        key,
+        value: Some(AnyValue { value: Some(value) }),
+        ..Default::default()
+    }
+}
+
+/// OTLP integers are signed; a count beyond `i64::MAX` cannot occur, but
+/// clamping keeps the conversion total.
+pub fn saturating_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// Shortens `s` to at most `max` bytes without splitting a character.
 pub fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -11,7 +11,6 @@
 //! the time, as compiletools' do (a start time is meaningless for a gauge).
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -20,13 +19,11 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
-use super::attributes::AttrBuilder;
-use super::root::saturating_i64;
+use super::attributes::{saturating_i64, AttrBuilder};
+use super::scope::{scope, CCACHE_SCOPE_NAME};
 use crate::statslog::{EventCount, Statslog};
 use crate::warnings::Warnings;
 
-/// Instrumentation scope of the ccache metrics and of the snapshot span.
-pub const CCACHE_SCOPE_NAME: &str = "compiletools.ccache";
 pub const EVENTS_METRIC: &str = "ct.ccache.events";
 pub const EVENTS_DESCRIPTION: &str = "ccache event occurrences over the build";
 pub const HIT_RATE_METRIC: &str = "ct.ccache.hit_rate";
@@ -105,10 +102,7 @@ pub fn build_metrics_request(
         resource_metrics: vec![ResourceMetrics {
             resource: Some(input.resource),
             scope_metrics: vec![ScopeMetrics {
-                scope: Some(InstrumentationScope {
-                    name: CCACHE_SCOPE_NAME.to_owned(),
-                    ..Default::default()
-                }),
+                scope: Some(scope(CCACHE_SCOPE_NAME)),
                 metrics,
                 schema_url: String::new(),
             }],

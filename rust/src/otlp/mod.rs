@@ -1,15 +1,24 @@
-//! Mapping of the build model to OTLP protobuf messages (prost types of the
-//! `opentelemetry-proto` crate; never hand-rolled protobuf): the build's
-//! trace ([`trace`], root attributes in [`root`]), the ccache metrics
-//! ([`metrics`]) or their metrics-as-spans form ([`snapshot`]).
+//! Mapping of the models to OTLP protobuf messages (prost types of the
+//! `opentelemetry-proto` crate; never hand-rolled protobuf), the only place
+//! that builds them: the build's trace ([`trace`], root attributes in
+//! [`root`]), the ccache metrics ([`metrics`]) or their metrics-as-spans
+//! form ([`snapshot`]), and the CAS gauges or snapshot span ([`cas`]); all
+//! on one vocabulary of attributes ([`attributes`]), resources
+//! ([`resource`]) and scopes ([`scope`]).
 
 pub mod attributes;
+pub mod cas;
 pub mod metrics;
 pub mod resource;
 pub mod root;
+pub mod scope;
 pub mod snapshot;
 pub mod trace;
 
+pub use cas::{
+    build_cas_metrics_request, build_cas_snapshot_span_request, encode_cas_metrics_request,
+    encode_cas_snapshot_span_request,
+};
 pub use metrics::{build_metrics_request, encode_metrics_request, MetricsInput};
 pub use resource::{build_resource, store_resource, with_invocation_id};
 pub use root::{ccache_attributes, root_attributes, root_attributes_with_ccache};

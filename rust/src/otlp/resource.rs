@@ -1,10 +1,11 @@
-//! The OTLP resource of one build (spec §3.1, DESIGN §2).
+//! The OTLP resources: of one build (spec §3.1, DESIGN §2) and of one CAS
+//! store set (DESIGN §5), with the same rules for user attributes.
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+use opentelemetry_proto::tonic::common::v1::AnyValue;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
-use super::attributes::{truncate, AttrBuilder};
+use super::attributes::{key_value, truncate, AttrBuilder};
 use crate::request::BuildRequest;
 use crate::timing::Build;
 use crate::warnings::Warnings;
@@ -98,31 +99,28 @@ pub fn user_attributes(user: &[(String, String)]) -> impl Iterator<Item = (&str,
     })
 }
 
-/// The resource of a CAS store scan (as key/value pairs): the service, the
-/// host and the store set's variant, then the user attributes by the same
-/// rules as a build's resource.
-pub fn store_resource(
-    service: &str,
-    host: &str,
-    variant: &str,
-    user: &[(String, String)],
-) -> Vec<(String, String)> {
+/// The resource of a CAS store scan: the service, the host and the store
+/// set's variant, then the user attributes by the same rules as a build's
+/// resource. No value is cut: a scan has no attribute length limit.
+pub fn store_resource(service: &str, host: &str, variant: &str, user: &[(String, String)]) -> Resource {
     let service = if service.is_empty() {
         DEFAULT_SERVICE_NAME
     } else {
         service
     };
-    let mut out = vec![
-        ("service.name".to_owned(), service.to_owned()),
-        ("service.namespace".to_owned(), SERVICE_NAMESPACE.to_owned()),
-    ];
-    for (key, value) in [("host.name", host), ("ct.variant", variant)] {
-        if !value.is_empty() {
-            out.push((key.to_owned(), value.to_owned()));
-        }
+    let mut a = AttrBuilder::with_capacity(u32::MAX, 4 + user.len());
+    a.string("service.name", service);
+    a.string("service.namespace", SERVICE_NAMESPACE);
+    a.non_empty_string("host.name", host);
+    a.non_empty_string("ct.variant", variant);
+    for (key, value) in user_attributes(user) {
+        a.string(key, value);
     }
-    out.extend(user_attributes(user).map(|(k, v)| (k.to_owned(), v.to_owned())));
-    out
+    let (attributes, _) = a.finish();
+    Resource {
+        attributes,
+        ..Default::default()
+    }
 }
 
 /// A copy of `resource` whose `ct.invocation_id` is `invocation_id`: the
@@ -133,16 +131,12 @@ pub fn store_resource(
 pub fn with_invocation_id(resource: &Resource, invocation_id: &str, max_attribute_len: u32) -> Resource {
     let mut out = resource.clone();
     let max = usize::try_from(max_attribute_len).unwrap_or(usize::MAX);
-    let value = Some(AnyValue {
-        value: Some(Value::StringValue(truncate(invocation_id, max).to_owned())),
-    });
+    let value = Value::StringValue(truncate(invocation_id, max).to_owned());
     match out.attributes.iter_mut().find(|kv| kv.key == "ct.invocation_id") {
-        Some(kv) => kv.value = value,
-        None => out.attributes.push(KeyValue {
-            key: "ct.invocation_id".to_owned(),
-            value,
-            ..Default::default()
-        }),
+        Some(kv) => kv.value = Some(AnyValue { value: Some(value) }),
+        None => out
+            .attributes
+            .push(key_value("ct.invocation_id".to_owned(), value)),
     }
     out
 }
@@ -159,7 +153,7 @@ mod tests {
             ("team".to_owned(), "second".to_owned()),
             ("".to_owned(), "e".to_owned()),
         ];
-        let r = store_resource("", "h", "v", &user);
+        let r = attrs(&store_resource("", "h", "v", &user));
         let keys: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,

@@ -2,7 +2,7 @@
 
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 
-use super::attributes::AttrBuilder;
+use super::attributes::{saturating_i64, AttrBuilder};
 use crate::statslog::CcacheSummary;
 use crate::timing::BuildAggregates;
 
@@ -60,10 +60,6 @@ pub fn root_attributes(agg: &BuildAggregates, max_attribute_len: u32) -> Vec<Key
         a.string("ct.build.aggregate_warning", CCACHE_OVERCOUNT);
     }
     a.finish().0
-}
-
-pub(crate) fn saturating_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@
 //! is the span's own `trace_id`.
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::{ScopeSpans, Span};
 
-use super::metrics::{exportable_events, CCACHE_SCOPE_NAME};
-use super::root::saturating_i64;
+use super::attributes::{key_value, saturating_i64};
+use super::metrics::exportable_events;
+use super::scope::{scope, CCACHE_SCOPE_NAME};
 use super::trace::SPAN_FLAGS;
 use crate::ids;
 use crate::statslog::Statslog;
@@ -45,22 +46,17 @@ pub fn snapshot_scope_spans(input: SnapshotInput, warnings: &mut Warnings) -> Sc
     // there is nothing to de-duplicate, and a hostile statslog with many
     // names must not cost a quadratic key search.
     let mut attributes: Vec<KeyValue> = Vec::with_capacity(events.len() + 2);
-    let kv = |key: String, value: Value| KeyValue {
-        key,
-        value: Some(AnyValue { value: Some(value) }),
-        ..Default::default()
-    };
     for e in events {
-        attributes.push(kv(
+        attributes.push(key_value(
             format!("{EVENT_ATTRIBUTE_PREFIX}{}", e.name),
             Value::IntValue(saturating_i64(e.count)),
         ));
     }
-    attributes.push(kv(
+    attributes.push(key_value(
         "ct.ccache.hit_rate".to_owned(),
         Value::DoubleValue(summary.hit_rate()),
     ));
-    attributes.push(kv(
+    attributes.push(key_value(
         "ct.ccache.remote_hit_rate".to_owned(),
         Value::DoubleValue(summary.remote_hit_rate()),
     ));
@@ -77,10 +73,7 @@ pub fn snapshot_scope_spans(input: SnapshotInput, warnings: &mut Warnings) -> Sc
         ..Default::default()
     };
     ScopeSpans {
-        scope: Some(InstrumentationScope {
-            name: CCACHE_SCOPE_NAME.to_owned(),
-            ..Default::default()
-        }),
+        scope: Some(scope(CCACHE_SCOPE_NAME)),
         spans: vec![span],
         schema_url: String::new(),
     }

@@ -12,7 +12,7 @@
 //! longer needs (the file text), whose pages are already resident.
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, SpanFlags};
@@ -20,14 +20,12 @@ use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
 use super::attributes::AttrBuilder;
+use super::scope::{scope, SCOPE_NAME};
 use crate::ids;
 use crate::input::pages::advise_huge_pages;
 use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
 use crate::timing::{Build, Clock, Event};
 use crate::warnings::Warnings;
-
-/// Instrumentation scope name of every span (no version, as compiletools).
-pub const SCOPE_NAME: &str = "compiletools";
 
 /// Span flags as compiletools' SDK sets them: "is-remote known, not remote".
 pub(crate) const SPAN_FLAGS: u32 = SpanFlags::ContextHasIsRemoteMask as u32;
@@ -81,7 +79,7 @@ pub fn build_trace_request_with(
     let mut stats = walk(&input, &mut |span| spans.push(span.clone()), warnings);
     stats.spans += extra.iter().map(|ss| ss.spans.len() as u64).sum::<u64>();
     let mut scope_spans = vec![ScopeSpans {
-        scope: Some(scope()),
+        scope: Some(scope(SCOPE_NAME)),
         spans,
         schema_url: String::new(),
     }];
@@ -145,7 +143,7 @@ pub fn encode_trace_request_into(
     }
     .encode_to_vec();
     let scope_head = ScopeSpans {
-        scope: Some(scope()),
+        scope: Some(scope(SCOPE_NAME)),
         spans: Vec::new(),
         schema_url: String::new(),
     }
@@ -205,13 +203,6 @@ fn head(resource_head: &[u8], scope_head: &[u8], spans_len: usize, extra_len: us
     head.extend_from_slice(resource_head);
     head.extend_from_slice(&scope_field);
     head
-}
-
-fn scope() -> InstrumentationScope {
-    InstrumentationScope {
-        name: SCOPE_NAME.to_owned(),
-        ..Default::default()
-    }
 }
 
 /// Builds every span, handing each to `sink` in pre-order. The span passed
@@ -417,10 +408,7 @@ mod tests {
     #[test]
     fn extra_scope_spans_encode_like_prost() {
         let extra = vec![ScopeSpans {
-            scope: Some(InstrumentationScope {
-                name: "compiletools.ccache".into(),
-                ..Default::default()
-            }),
+            scope: Some(scope("compiletools.ccache")),
             spans: vec![Span {
                 name: "ct.ccache.snapshot".into(),
                 span_id: vec![1; 8],

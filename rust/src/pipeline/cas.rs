@@ -9,7 +9,8 @@
 use crate::cancel::CancelToken;
 use crate::cas::{self, ScanCache};
 use crate::error::Error;
-use crate::otlp::store_resource;
+use crate::otlp::cas::METRIC_NAMES;
+use crate::otlp::{encode_cas_metrics_request, encode_cas_snapshot_span_request, store_resource};
 use crate::request::{CasOutput, CasRequest};
 
 /// Scans the cells of `req` and returns their gauges, or their snapshot span
@@ -57,7 +58,7 @@ pub fn scan_set(
             }
         }
     }
-    output.points = output.stores.len() as u64 * cas::otlp::METRIC_NAMES.len() as u64;
+    output.points = output.stores.len() as u64 * METRIC_NAMES.len() as u64;
     let resource = store_resource(
         &req.service_name,
         &req.host_name,
@@ -65,14 +66,14 @@ pub fn scan_set(
         &req.resource_attributes,
     );
     if req.metrics_as_spans {
-        output.traces = Some(cas::cas_snapshot_span_request(
+        output.traces = Some(encode_cas_snapshot_span_request(
             &output.stores,
             &resource,
             &req.host_name,
             req.time_unix_nano,
         ));
     } else {
-        output.metrics = Some(cas::cas_metrics_request(
+        output.metrics = Some(encode_cas_metrics_request(
             &output.stores,
             &resource,
             req.time_unix_nano,

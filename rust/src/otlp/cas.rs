@@ -17,8 +17,8 @@
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValueKind;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as PointValue;
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -26,15 +26,15 @@ use opentelemetry_proto::tonic::metrics::v1::{
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
-use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, SpanFlags, Status};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message;
 
-use super::kind::CasKind;
-use super::snapshot_id::snapshot_ids;
-use super::stats::StoreStats;
+use super::attributes::{key_value, saturating_i64, AttrBuilder};
+use super::scope::{scope, SCOPE_NAME};
+use super::trace::SPAN_FLAGS;
+use crate::cas::{CasKind, StoreStats};
+use crate::ids::cas_snapshot_ids;
 
-/// Meter / tracer scope name (no version), as compiletools.
-pub const SCOPE_NAME: &str = "compiletools";
 /// Data point attribute naming the store kind.
 pub const CAS_KIND_ATTRIBUTE: &str = "cas_kind";
 /// Name of the metrics-as-spans snapshot span.
@@ -59,56 +59,25 @@ fn values(s: &StoreStats) -> [u64; 5] {
     ]
 }
 
-/// OTLP integers are signed; a count beyond i64 cannot occur, but clamping
-/// keeps the conversion total.
-fn as_int(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
 fn in_kind_order(stores: &[(CasKind, StoreStats)]) -> Vec<&(CasKind, StoreStats)> {
     let mut ordered: Vec<&(CasKind, StoreStats)> = stores.iter().collect();
     ordered.sort_by_key(|(kind, _)| *kind); // stable
     ordered
 }
 
-fn string_kv(key: &str, value: &str) -> KeyValue {
-    KeyValue {
-        key: key.to_owned(),
-        value: Some(AnyValue {
-            value: Some(AnyValueKind::StringValue(value.to_owned())),
-        }),
-        ..Default::default()
-    }
+/// The single `cas_kind` attribute of a data point. No length limit
+/// applies: the value is one of four short names.
+fn kind_attribute(kind: CasKind) -> Vec<KeyValue> {
+    let mut a = AttrBuilder::with_capacity(u32::MAX, 1);
+    a.string(CAS_KIND_ATTRIBUTE, kind.as_str());
+    a.finish().0
 }
 
-fn int_kv(key: String, value: u64) -> KeyValue {
-    KeyValue {
-        key,
-        value: Some(AnyValue {
-            value: Some(AnyValueKind::IntValue(as_int(value))),
-        }),
-        ..Default::default()
-    }
-}
-
-fn resource_of(resource: &[(String, String)]) -> Resource {
-    Resource {
-        attributes: resource.iter().map(|(k, v)| string_kv(k, v)).collect(),
-        ..Default::default()
-    }
-}
-
-fn scope() -> InstrumentationScope {
-    InstrumentationScope {
-        name: SCOPE_NAME.to_owned(),
-        ..Default::default()
-    }
-}
-
-/// The gauges of spec §3.5 for `stores`, as a request.
+/// The gauges of spec §3.5 for `stores`, as a request; `resource` is the
+/// store set's (see [`super::resource::store_resource`]).
 pub fn build_cas_metrics_request(
     stores: &[(CasKind, StoreStats)],
-    resource: &[(String, String)],
+    resource: &Resource,
     time_unix_nano: u64,
 ) -> ExportMetricsServiceRequest {
     if stores.is_empty() {
@@ -122,9 +91,9 @@ pub fn build_cas_metrics_request(
             let data_points = ordered
                 .iter()
                 .map(|(kind, stats)| NumberDataPoint {
-                    attributes: vec![string_kv(CAS_KIND_ATTRIBUTE, kind.as_str())],
+                    attributes: kind_attribute(*kind),
                     time_unix_nano,
-                    value: Some(PointValue::AsInt(as_int(values(stats)[i]))),
+                    value: Some(PointValue::AsInt(saturating_i64(values(stats)[i]))),
                     ..Default::default()
                 })
                 .collect();
@@ -137,9 +106,9 @@ pub fn build_cas_metrics_request(
         .collect();
     ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
-            resource: Some(resource_of(resource)),
+            resource: Some(resource.clone()),
             scope_metrics: vec![ScopeMetrics {
-                scope: Some(scope()),
+                scope: Some(scope(SCOPE_NAME)),
                 metrics,
                 schema_url: String::new(),
             }],
@@ -149,9 +118,9 @@ pub fn build_cas_metrics_request(
 }
 
 /// [`build_cas_metrics_request`], protobuf-encoded (empty when `stores` is).
-pub fn cas_metrics_request(
+pub fn encode_cas_metrics_request(
     stores: &[(CasKind, StoreStats)],
-    resource: &[(String, String)],
+    resource: &Resource,
     time_unix_nano: u64,
 ) -> Vec<u8> {
     build_cas_metrics_request(stores, resource, time_unix_nano).encode_to_vec()
@@ -161,11 +130,11 @@ pub fn cas_metrics_request(
 /// one INTERNAL span in its own trace, scope `compiletools`, start = end =
 /// `time_unix_nano`, attributes `ct.cas.<metric>.<kind>` (int) for each
 /// store in kind order and metric order. Ids: see
-/// [`snapshot_ids`]; `host_name` is the
+/// [`cas_snapshot_ids`]; `host_name` is the
 /// resource's `host.name`.
 pub fn build_cas_snapshot_span_request(
     stores: &[(CasKind, StoreStats)],
-    resource: &[(String, String)],
+    resource: &Resource,
     host_name: &str,
     time_unix_nano: u64,
 ) -> ExportTraceServiceRequest {
@@ -176,16 +145,19 @@ pub fn build_cas_snapshot_span_request(
     let mut attributes = Vec::with_capacity(ordered.len() * METRIC_NAMES.len());
     for (kind, stats) in &ordered {
         for (name, value) in METRIC_NAMES.iter().zip(values(stats)) {
-            attributes.push(int_kv(format!("{name}.{}", kind.as_str()), value));
+            // Distinct keys by construction: no de-duplication needed.
+            attributes.push(key_value(
+                format!("{name}.{}", kind.as_str()),
+                Value::IntValue(saturating_i64(value)),
+            ));
         }
     }
     let cells: Vec<&std::path::Path> = ordered.iter().map(|(_, s)| s.cell.as_path()).collect();
-    let (trace_id, span_id) = snapshot_ids(host_name, &cells, time_unix_nano);
+    let (trace_id, span_id) = cas_snapshot_ids(host_name, &cells, time_unix_nano);
     let span = Span {
         trace_id: trace_id.to_vec(),
         span_id: span_id.to_vec(),
-        // As compiletools' SDK: "is-remote known, not remote".
-        flags: SpanFlags::ContextHasIsRemoteMask as u32,
+        flags: SPAN_FLAGS,
         name: SNAPSHOT_SPAN_NAME.to_owned(),
         kind: SpanKind::Internal as i32,
         start_time_unix_nano: time_unix_nano,
@@ -197,9 +169,9 @@ pub fn build_cas_snapshot_span_request(
     };
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
-            resource: Some(resource_of(resource)),
+            resource: Some(resource.clone()),
             scope_spans: vec![ScopeSpans {
-                scope: Some(scope()),
+                scope: Some(scope(SCOPE_NAME)),
                 spans: vec![span],
                 schema_url: String::new(),
             }],
@@ -210,9 +182,9 @@ pub fn build_cas_snapshot_span_request(
 
 /// [`build_cas_snapshot_span_request`], protobuf-encoded (empty when
 /// `stores` is).
-pub fn cas_snapshot_span_request(
+pub fn encode_cas_snapshot_span_request(
     stores: &[(CasKind, StoreStats)],
-    resource: &[(String, String)],
+    resource: &Resource,
     host_name: &str,
     time_unix_nano: u64,
 ) -> Vec<u8> {
@@ -237,13 +209,18 @@ mod tests {
 
     #[test]
     fn empty_means_nothing_to_send() {
-        assert!(cas_metrics_request(&[], &[], 1).is_empty());
-        assert!(cas_snapshot_span_request(&[], &[], "h", 1).is_empty());
+        let r = Resource::default();
+        assert!(encode_cas_metrics_request(&[], &r, 1).is_empty());
+        assert!(encode_cas_snapshot_span_request(&[], &r, "h", 1).is_empty());
     }
 
     #[test]
     fn points_follow_kind_order() {
-        let req = build_cas_metrics_request(&[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))], &[], 7);
+        let req = build_cas_metrics_request(
+            &[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))],
+            &Resource::default(),
+            7,
+        );
         let m = &req.resource_metrics[0].scope_metrics[0].metrics;
         assert_eq!(
             m.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(),
@@ -270,7 +247,7 @@ mod tests {
     fn span_attributes_in_spec_order() {
         let req = build_cas_snapshot_span_request(
             &[(CasKind::Exe, stats(10)), (CasKind::Obj, stats(20))],
-            &[],
+            &Resource::default(),
             "h",
             9,
         );
