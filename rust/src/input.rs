@@ -1,4 +1,5 @@
-//! Reading one untrusted input file within the size limit.
+//! Reading one untrusted input file within the size limit: the timing
+//! document ([`read_bounded`]) and the side files ([`read_side_file`]).
 
 pub(crate) mod pages;
 
@@ -7,6 +8,8 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use crate::error::Error;
+use crate::pytext::complete_lines;
+use crate::warnings::Warnings;
 
 /// Reads the whole regular file at `path` in one allocation, refusing files
 /// larger than `max_bytes`.
@@ -60,6 +63,60 @@ pub fn read_bounded_partial(path: &Path, max_bytes: u64) -> Result<Partial, Erro
         return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
     }
     Ok(partial)
+}
+
+/// How a side file is called in its warnings.
+#[derive(Debug, Clone, Copy)]
+pub struct SideFile {
+    /// What it is, e.g. `"ccache statslog"`.
+    pub name: &'static str,
+    /// What its parser does with the lines read before a read error, e.g.
+    /// `"counting"`.
+    pub partial_use: &'static str,
+}
+
+/// Reads a side file (ccache statslog, rule outcomes log) the way
+/// compiletools reads one: it never fails. A missing file is `None`
+/// silently (the build simply has none); an unreadable file, a directory or
+/// one over `max_bytes` is `None` with a warning (the receiver was told it
+/// holds data for the build, so losing it is worth a line); a read error in
+/// the middle keeps the complete lines read before it, with a warning.
+pub fn read_side_file(
+    path: &Path,
+    max_bytes: u64,
+    file: SideFile,
+    warnings: &mut Warnings,
+) -> Option<Vec<u8>> {
+    side_file_bytes(path, read_bounded_partial(path, max_bytes), file, warnings)
+}
+
+/// What [`read_side_file`] keeps of the outcome of reading `path`.
+fn side_file_bytes(
+    path: &Path,
+    read: Result<Partial, Error>,
+    file: SideFile,
+    warnings: &mut Warnings,
+) -> Option<Vec<u8>> {
+    let partial = match read {
+        Ok(partial) => partial,
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            warnings.push(format!("{} ignored: {e}", file.name));
+            return None;
+        }
+    };
+    let mut bytes = partial.bytes;
+    if let Some(e) = &partial.error {
+        warnings.push(format!(
+            "{}: read error after {} bytes, {} the complete lines before it: {e}",
+            path.display(),
+            bytes.len(),
+            file.partial_use
+        ));
+        let complete = complete_lines(&bytes).len();
+        bytes.truncate(complete);
+    }
+    Some(bytes)
 }
 
 /// Reads at most `max_bytes + 1` bytes from `reader` into one allocation
@@ -130,6 +187,50 @@ mod tests {
         let p = read_capped(&b"abcdef"[..], 6, 3).unwrap();
         assert_eq!(p.bytes, b"abcd", "one byte past the cap shows the overrun");
         assert!(p.error.is_none());
+    }
+
+    const SIDE: SideFile = SideFile {
+        name: "side log",
+        partial_use: "parsing",
+    };
+
+    #[test]
+    fn side_file_missing_is_silent_and_unreadable_is_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Warnings::new();
+        assert_eq!(read_side_file(&dir.path().join("nope"), 5, SIDE, &mut w), None);
+        assert!(w.is_empty());
+        assert_eq!(read_side_file(dir.path(), 5, SIDE, &mut w), None);
+        let p = dir.path().join("big");
+        std::fs::write(&p, b"123456").unwrap();
+        assert_eq!(read_side_file(&p, 5, SIDE, &mut w), None);
+        let lines = w.into_lines();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines.iter().all(|l| l.starts_with("side log ignored: ")),
+            "{lines:?}"
+        );
+        let mut w = Warnings::new();
+        assert_eq!(
+            read_side_file(&p, 6, SIDE, &mut w).as_deref(),
+            Some(&b"123456"[..])
+        );
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn side_file_read_error_keeps_complete_lines() {
+        let read = Ok(Partial {
+            bytes: b"a\nb\nhalf".to_vec(),
+            error: Some(io::Error::other("device gone")),
+        });
+        let mut w = Warnings::new();
+        let kept = side_file_bytes(Path::new("/x/log"), read, SIDE, &mut w);
+        assert_eq!(kept.as_deref(), Some(&b"a\nb\n"[..]));
+        assert_eq!(
+            w.into_lines(),
+            ["/x/log: read error after 8 bytes, parsing the complete lines before it: device gone"]
+        );
     }
 
     #[test]

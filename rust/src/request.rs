@@ -15,14 +15,6 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// Decodes the `CT_SIGNAL_*` bit mask of the C ABI.
-    pub fn from_mask(mask: u32) -> Self {
-        Self {
-            traces: mask & crate::ffi::CT_SIGNAL_TRACES != 0,
-            metrics: mask & crate::ffi::CT_SIGNAL_METRICS != 0,
-        }
-    }
-
     pub fn all() -> Self {
         Self {
             traces: true,

@@ -280,10 +280,18 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
     let sha = unsafe { req.git_commit_sha.to_string_lossy() };
     request.git_commit_sha = (!sha.is_empty()).then_some(sha);
     request.resource_attributes = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
-    request.signals = Signals::from_mask(req.signals);
+    request.signals = decode_signals(req.signals);
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
     request.limits = decode_limits(&req.limits);
     Ok(request)
+}
+
+/// The `CT_SIGNAL_*` bits of a request.
+fn decode_signals(mask: u32) -> Signals {
+    Signals {
+        traces: mask & CT_SIGNAL_TRACES != 0,
+        metrics: mask & CT_SIGNAL_METRICS != 0,
+    }
 }
 
 /// Zero in a `CtLimits` field means "the default".
@@ -372,6 +380,18 @@ mod tests {
         unsafe { ct_build_result_free(&mut out) };
         unsafe { ct_build_result_free(&mut out) };
         assert!(out.error_message.ptr.is_null());
+    }
+
+    #[test]
+    fn signals_decode() {
+        let s = |traces, metrics| Signals { traces, metrics };
+        assert_eq!(decode_signals(0), s(false, false));
+        assert_eq!(decode_signals(CT_SIGNAL_TRACES), s(true, false));
+        assert_eq!(decode_signals(CT_SIGNAL_METRICS), s(false, true));
+        assert_eq!(
+            decode_signals(CT_SIGNAL_TRACES | CT_SIGNAL_METRICS | 0x40),
+            s(true, true)
+        );
     }
 
     #[test]

@@ -2,8 +2,7 @@
 //! recomputing `ct.rule.cache_layer` (spec §2.6) as compiletools does.
 
 use super::parse::Outcomes;
-use crate::statslog::attribution::CACHE_LAYER_KEY;
-use crate::timing::{Build, MetaValue};
+use crate::timing::{Build, MetaValue, CACHE_LAYER_KEY};
 
 /// What a merge changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

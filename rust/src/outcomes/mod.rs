@@ -11,15 +11,12 @@
 pub mod merge;
 pub mod parse;
 
-use std::io;
 use std::path::Path;
 
 pub use merge::{merge, MergeStats};
 pub use parse::{parse, Outcome, Outcomes};
 
-use crate::error::Error;
-use crate::input::read_bounded_partial;
-use crate::pytext::complete_lines;
+use crate::input::{read_side_file, SideFile};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -28,28 +25,10 @@ use crate::warnings::Warnings;
 /// empty; unreadable, not a file or too large means empty with a warning; a
 /// read error in the middle keeps the complete lines before it.
 pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {
-    let partial = match read_bounded_partial(path, limits.max_file_bytes) {
-        Ok(partial) => partial,
-        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-            return Outcomes::default();
-        }
-        Err(e) => {
-            warnings.push(format!("rule outcomes log ignored: {e}"));
-            return Outcomes::default();
-        }
+    let Some(bytes) = read_side_file(path, limits.max_file_bytes, OUTCOMES_FILE, warnings) else {
+        return Outcomes::default();
     };
-    let bytes = match &partial.error {
-        None => &partial.bytes[..],
-        Some(e) => {
-            warnings.push(format!(
-                "{}: read error after {} bytes, using the complete lines before it: {e}",
-                path.display(),
-                partial.bytes.len()
-            ));
-            complete_lines(&partial.bytes)
-        }
-    };
-    let outcomes = parse(bytes);
+    let outcomes = parse(&bytes);
     if outcomes.skipped_lines() > 0 {
         warnings.push(format!(
             "{}: {} line(s) without 4 TAB-separated fields or valid integers skipped",
@@ -59,6 +38,11 @@ pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {
     }
     outcomes
 }
+
+const OUTCOMES_FILE: SideFile = SideFile {
+    name: "rule outcomes log",
+    partial_use: "using",
+};
 
 #[cfg(test)]
 mod tests {

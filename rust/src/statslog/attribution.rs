@@ -29,12 +29,10 @@
 //! one that ccache could not cache.
 
 use super::parse::Statslog;
-use crate::timing::{Build, MetaValue};
+use crate::timing::{Build, MetaValue, CACHE_LAYER_KEY};
 
 /// Attribute key of the primary ccache event of a compile rule's TU.
 pub const OUTCOME_KEY: &str = "ct.ccache.outcome";
-/// Attribute key of the cache layer that served a compile rule.
-pub const CACHE_LAYER_KEY: &str = "ct.rule.cache_layer";
 
 /// Marks the compile rules of `build` with their TU's ccache outcome;
 /// returns how many rules were marked.

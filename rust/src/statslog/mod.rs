@@ -14,16 +14,13 @@ pub mod attribution;
 pub mod parse;
 pub mod summary;
 
-use std::io;
 use std::path::Path;
 
 pub use attribution::attribute;
 pub use parse::{parse, parse_counts, Block, EventCount, Primary, Statslog};
 pub use summary::CcacheSummary;
 
-use crate::error::Error;
-use crate::input::read_bounded_partial;
-use crate::pytext::complete_lines;
+use crate::input::{read_side_file, SideFile};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -44,32 +41,19 @@ pub enum Keep {
 /// data for the build, so losing it is worth a line); a read error in the
 /// middle keeps the complete lines read before it, with a warning.
 pub fn load(path: &Path, limits: &Limits, keep: Keep, warnings: &mut Warnings) -> Statslog {
-    let partial = match read_bounded_partial(path, limits.max_file_bytes) {
-        Ok(partial) => partial,
-        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-            return Statslog::default();
-        }
-        Err(e) => {
-            warnings.push(format!("ccache statslog ignored: {e}"));
-            return Statslog::default();
-        }
-    };
-    let bytes = match &partial.error {
-        None => &partial.bytes[..],
-        Some(e) => {
-            warnings.push(format!(
-                "{}: read error after {} bytes, counting the complete lines before it: {e}",
-                path.display(),
-                partial.bytes.len()
-            ));
-            complete_lines(&partial.bytes)
-        }
+    let Some(bytes) = read_side_file(path, limits.max_file_bytes, STATSLOG_FILE, warnings) else {
+        return Statslog::default();
     };
     match keep {
-        Keep::Blocks => parse(bytes),
-        Keep::CountsOnly => parse_counts(bytes),
+        Keep::Blocks => parse(&bytes),
+        Keep::CountsOnly => parse_counts(&bytes),
     }
 }
+
+const STATSLOG_FILE: SideFile = SideFile {
+    name: "ccache statslog",
+    partial_use: "counting",
+};
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,7 @@ use std::path::Path;
 
 pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::Clock;
-pub use model::{Build, Event, EventId, Events, MetaValue, StrArray};
+pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
 pub use text::LenientText;
 
 use crate::error::Error;

@@ -21,6 +21,11 @@
 use std::fmt;
 use std::ops::Range;
 
+/// Metadata key of the cache layer that served a compile rule (spec §2.6):
+/// `cas` or `other` as compiletools writes it; recomputed by the outcomes
+/// merge and refined by per-TU ccache attribution.
+pub const CACHE_LAYER_KEY: &str = "ct.rule.cache_layer";
+
 /// A run of one of the build's tables (or bytes of its string arena).
 ///
 /// u32 offsets keep the tables small; [`super::decode`] refuses text whose
