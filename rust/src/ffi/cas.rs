@@ -3,13 +3,15 @@
 //! obj/pch/pcm/exe cells, to one OTLP request) and fills in a `CtCasResult`.
 
 use super::buffer::{CtBuffer, CtByteView};
-use super::guard::guard;
-use super::{call, decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
+use super::export::{
+    export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult,
+};
+use super::{decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
 use crate::cancel::CancelToken;
 use crate::cas::{CasKind, ScanCache};
 use crate::error::ErrorCode;
 use crate::pipeline::scan_set;
-use crate::request::{CasCell, CasRequest};
+use crate::request::{CasCell, CasOutput, CasRequest};
 
 /// One cell (one variant's directory of one store kind).
 #[repr(C)]
@@ -64,7 +66,7 @@ pub struct CtCasResult {
     pub error_message: CtBuffer,
 }
 
-impl CtCasResult {
+impl CallResult for CtCasResult {
     fn empty() -> Self {
         Self {
             metrics: CtBuffer::empty(),
@@ -75,6 +77,19 @@ impl CtCasResult {
             warnings: CtBuffer::empty(),
             error_message: CtBuffer::empty(),
         }
+    }
+
+    fn error_message(&mut self) -> &mut CtBuffer {
+        &mut self.error_message
+    }
+
+    fn buffers(&mut self) -> Vec<&mut CtBuffer> {
+        vec![
+            &mut self.metrics,
+            &mut self.traces,
+            &mut self.warnings,
+            &mut self.error_message,
+        ]
     }
 }
 
@@ -87,12 +102,9 @@ pub struct CtCasCache {
 /// A new, empty scan cache; free it with `ct_cas_cache_free`.
 #[no_mangle]
 pub extern "C" fn ct_cas_cache_new() -> *mut CtCasCache {
-    guard(|| {
-        Box::into_raw(Box::new(CtCasCache {
-            cache: std::sync::Mutex::new(ScanCache::new()),
-        }))
+    new_handle(|| CtCasCache {
+        cache: std::sync::Mutex::new(ScanCache::new()),
     })
-    .unwrap_or(std::ptr::null_mut())
 }
 
 /// Frees a cache from `ct_cas_cache_new`; no scan may still use it.
@@ -101,10 +113,8 @@ pub extern "C" fn ct_cas_cache_new() -> *mut CtCasCache {
 /// `cache` must be null or come from `ct_cas_cache_new`, freed at most once.
 #[no_mangle]
 pub unsafe extern "C" fn ct_cas_cache_free(cache: *mut CtCasCache) {
-    if !cache.is_null() {
-        // SAFETY: the caller guarantees exclusive ownership of a Box we made.
-        let _ = guard(|| drop(unsafe { Box::from_raw(cache) }));
-    }
+    // SAFETY: forwarded to the caller (see above).
+    unsafe { free_handle(cache) }
 }
 
 /// Scans the cells of `req` and returns their gauges (or snapshot span).
@@ -123,13 +133,6 @@ pub unsafe extern "C" fn ct_scan_cas(
     cache: *const CtCasCache,
     out: *mut CtCasResult,
 ) -> i32 {
-    if out.is_null() {
-        return ErrorCode::InvalidRequest as i32;
-    }
-    // SAFETY: out is non-null and points to caller memory for a CtCasResult.
-    unsafe { out.write(CtCasResult::empty()) };
-    // SAFETY: as above; the only reference during the call.
-    let out = unsafe { &mut *out };
     let body = |req: &CtCasRequest, token: &CancelToken| {
         // SAFETY: forwarded to the caller.
         let request = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
@@ -145,25 +148,16 @@ pub unsafe extern "C" fn ct_scan_cas(
         }
         .map_err(|e| (e.code(), e.to_string()))
     };
+    let fill = |out: &mut CtCasResult, done: CasOutput| {
+        out.cells_scanned = done.stores.len() as u32;
+        out.points = done.points;
+        out.anomalies = done.anomalies;
+        out.warnings = lines_buffer(&done.warnings);
+        out.traces = optional_buffer(done.traces);
+        out.metrics = optional_buffer(done.metrics);
+    };
     // SAFETY: forwarded to the caller (see above).
-    let outcome = unsafe { call(req, cancel, body) };
-    match outcome {
-        Ok(done) => {
-            out.cells_scanned = done.stores.len() as u32;
-            out.points = done.points;
-            out.anomalies = done.anomalies;
-            if !done.warnings.is_empty() {
-                out.warnings = CtBuffer::from_string(done.warnings.join("\n"));
-            }
-            out.traces = done.traces.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
-            out.metrics = done.metrics.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
-            ErrorCode::Ok as i32
-        }
-        Err((code, message)) => {
-            out.error_message = CtBuffer::from_string(message);
-            code
-        }
-    }
+    unsafe { export(req, cancel, out, body, fill) }
 }
 
 /// Frees every buffer of a scan result; safe to call twice.
@@ -172,19 +166,8 @@ pub unsafe extern "C" fn ct_scan_cas(
 /// `res` must be null or point to a result filled by `ct_scan_cas`.
 #[no_mangle]
 pub unsafe extern "C" fn ct_cas_result_free(res: *mut CtCasResult) {
-    // SAFETY: the caller guarantees res is valid or null.
-    let Some(res) = (unsafe { res.as_mut() }) else {
-        return;
-    };
-    let _ = guard(|| {
-        // SAFETY: every buffer came from CtBuffer::from_vec; release empties it.
-        unsafe {
-            res.metrics.release();
-            res.traces.release();
-            res.warnings.release();
-            res.error_message.release();
-        }
-    });
+    // SAFETY: forwarded to the caller (see above).
+    unsafe { free_result(res) }
 }
 
 /// # Safety
@@ -220,4 +203,98 @@ unsafe fn decode(req: &CtCasRequest) -> Result<CasRequest, String> {
         request.limits.max_threads = req.max_threads as usize;
     }
     Ok(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(b: &[u8]) -> CtByteView {
+        CtByteView {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        }
+    }
+
+    fn request(cells: &[CtCasCell]) -> CtCasRequest {
+        CtCasRequest {
+            cells: cells.as_ptr(),
+            cell_count: cells.len(),
+            host_name: view(b"h"),
+            service_name: view(b""),
+            variant: view(b"v"),
+            resource_attributes: view(b""),
+            time_unix_nano: 1,
+            flags: 0,
+            max_threads: 0,
+        }
+    }
+
+    /// Runs `ct_scan_cas`; returns the code, the message and the metrics.
+    fn scan(req: *const CtCasRequest) -> (i32, String, Vec<u8>) {
+        let mut out = std::mem::MaybeUninit::<CtCasResult>::uninit();
+        // SAFETY: req is null or points to a request whose views outlive the call.
+        let code = unsafe { ct_scan_cas(req, std::ptr::null(), std::ptr::null(), out.as_mut_ptr()) };
+        // SAFETY: ct_scan_cas always writes out.
+        let mut out = unsafe { out.assume_init() };
+        let bytes = |b: &CtBuffer| {
+            if b.ptr.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: a non-null buffer of the result, valid until freed.
+                unsafe { std::slice::from_raw_parts(b.ptr, b.len) }.to_vec()
+            }
+        };
+        let message = String::from_utf8_lossy(&bytes(&out.error_message)).into_owned();
+        let metrics = bytes(&out.metrics);
+        // SAFETY: out was written by ct_scan_cas; freeing twice is allowed.
+        unsafe {
+            ct_cas_result_free(&mut out);
+            ct_cas_result_free(&mut out);
+        }
+        assert!(out.metrics.ptr.is_null() && out.error_message.ptr.is_null());
+        (code, message, metrics)
+    }
+
+    #[test]
+    fn bad_requests_are_error_codes_with_messages() {
+        let (code, message, _) = scan(std::ptr::null());
+        assert_eq!(
+            (code, message.as_str()),
+            (ErrorCode::InvalidRequest as i32, "null request")
+        );
+        let path = b"/nonexistent-cell";
+        let cells = [CtCasCell {
+            kind: 4,
+            path: view(path),
+            explicit_: 1,
+        }];
+        let (code, message, metrics) = scan(&request(&cells));
+        assert_eq!(code, ErrorCode::InvalidRequest as i32);
+        assert_eq!(message, "cells[0]: unknown kind 4");
+        assert!(metrics.is_empty());
+        // SAFETY: a null out is refused before anything is written.
+        let code = unsafe {
+            ct_scan_cas(
+                &request(&cells),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(code, ErrorCode::InvalidRequest as i32);
+    }
+
+    #[test]
+    fn a_scan_fills_the_result() {
+        let path = b"/nonexistent-cell";
+        let cells = [CtCasCell {
+            kind: CasKind::Pcm as u32,
+            path: view(path),
+            explicit_: 1,
+        }];
+        let (code, message, metrics) = scan(&request(&cells));
+        assert_eq!((code, message.as_str()), (0, ""));
+        assert!(!metrics.is_empty(), "an explicit missing cell reports zeros");
+    }
 }

@@ -1,22 +1,26 @@
 //! The C ABI the Go receiver links against (header: cbindgen, committed in
 //! `go-receiver/internal/ffi/compiletools_core.h`).
 //!
-//! Rules every function here follows: its body runs inside [`guard`], so no
-//! panic crosses the boundary; inputs are borrowed for the call only; outputs
-//! are Rust-owned buffers the caller frees with `ct_build_result_free`.
+//! Rules every function here follows: its body runs inside the panic guard
+//! (`guard`), so no panic crosses the boundary; inputs are borrowed for the
+//! call only; outputs are Rust-owned buffers the caller frees with the
+//! matching `*_free` function. The two calls, `ct_process_build` and
+//! `ct_scan_cas`, share one skeleton (`export`): each only decodes its C
+//! request, runs its entry point of [`crate::pipeline`] and fills its result.
 
 mod buffer;
 mod cas;
+mod export;
 mod guard;
 
 pub use buffer::{CtBuffer, CtByteView};
 pub use cas::{CtCasCache, CtCasCell, CtCasRequest, CtCasResult};
-use guard::guard;
+use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
 
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
 use crate::pipeline::process_build;
-use crate::request::{BuildRequest, Limits, Signals, Summary};
+use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary};
 
 /// Bumped on every incompatible change of the types or functions below; the
 /// Go side refuses a library whose version differs from its header's.
@@ -88,7 +92,7 @@ pub struct CtBuildResult {
     pub error_message: CtBuffer,
 }
 
-impl CtBuildResult {
+impl CallResult for CtBuildResult {
     fn empty() -> Self {
         Self {
             traces: CtBuffer::empty(),
@@ -97,6 +101,19 @@ impl CtBuildResult {
             warnings: CtBuffer::empty(),
             error_message: CtBuffer::empty(),
         }
+    }
+
+    fn error_message(&mut self) -> &mut CtBuffer {
+        &mut self.error_message
+    }
+
+    fn buffers(&mut self) -> Vec<&mut CtBuffer> {
+        vec![
+            &mut self.traces,
+            &mut self.metrics,
+            &mut self.warnings,
+            &mut self.error_message,
+        ]
     }
 }
 
@@ -114,12 +131,9 @@ pub extern "C" fn ct_abi_version() -> u32 {
 /// A new, unset cancel token; free it with `ct_cancel_free`.
 #[no_mangle]
 pub extern "C" fn ct_cancel_new() -> *mut CtCancel {
-    guard(|| {
-        Box::into_raw(Box::new(CtCancel {
-            token: CancelToken::new(),
-        }))
+    new_handle(|| CtCancel {
+        token: CancelToken::new(),
     })
-    .unwrap_or(std::ptr::null_mut())
 }
 
 /// Sets the token; calls running with it stop at their next check.
@@ -140,10 +154,8 @@ pub unsafe extern "C" fn ct_cancel_set(cancel: *const CtCancel) {
 /// `cancel` must be null or come from `ct_cancel_new`, freed at most once.
 #[no_mangle]
 pub unsafe extern "C" fn ct_cancel_free(cancel: *mut CtCancel) {
-    if !cancel.is_null() {
-        // SAFETY: the caller guarantees exclusive ownership of a Box we made.
-        let _ = guard(|| drop(unsafe { Box::from_raw(cancel) }));
-    }
+    // SAFETY: forwarded to the caller (see above).
+    unsafe { free_handle(cancel) }
 }
 
 /// Processes one build. Returns 0 (`CtErrorCode` Ok) and fills `out`, or a
@@ -159,14 +171,6 @@ pub unsafe extern "C" fn ct_process_build(
     cancel: *const CtCancel,
     out: *mut CtBuildResult,
 ) -> i32 {
-    if out.is_null() {
-        return ErrorCode::InvalidRequest as i32;
-    }
-    // SAFETY: out is non-null and points to caller memory for a CtBuildResult.
-    unsafe { out.write(CtBuildResult::empty()) };
-    // SAFETY: as above; we hold the only reference during the call.
-    let out = unsafe { &mut *out };
-
     let body = |req: &CtBuildRequest, token: &CancelToken| {
         if req.flags & CT_FLAG_FORCE_PANIC != 0 {
             panic!("forced panic (CT_FLAG_FORCE_PANIC test hook)");
@@ -175,24 +179,13 @@ pub unsafe extern "C" fn ct_process_build(
         let request = unsafe { decode_request(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
         process_build(&request, token).map_err(|e| (e.code(), e.to_string()))
     };
+    let fill = |out: &mut CtBuildResult, output: BuildOutput| {
+        fill_summary(out, &output.summary);
+        out.traces = optional_buffer(output.traces);
+        out.metrics = optional_buffer(output.metrics);
+    };
     // SAFETY: forwarded to the caller (see above).
-    let outcome = unsafe { call(req, cancel, body) };
-
-    match outcome {
-        Ok(output) => {
-            fill_summary(out, &output.summary);
-            out.traces = output.traces.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty());
-            out.metrics = output
-                .metrics
-                .map(CtBuffer::from_vec)
-                .unwrap_or(CtBuffer::empty());
-            ErrorCode::Ok as i32
-        }
-        Err((code, message)) => {
-            out.error_message = CtBuffer::from_string(message);
-            code
-        }
-    }
+    unsafe { export(req, cancel, out, body, fill) }
 }
 
 /// Frees every buffer of a result; safe to call twice.
@@ -201,54 +194,8 @@ pub unsafe extern "C" fn ct_process_build(
 /// `res` must be null or point to a result filled by `ct_process_build`.
 #[no_mangle]
 pub unsafe extern "C" fn ct_build_result_free(res: *mut CtBuildResult) {
-    // SAFETY: the caller guarantees res is valid or null.
-    let Some(res) = (unsafe { res.as_mut() }) else {
-        return;
-    };
-    let _ = guard(|| {
-        // SAFETY: each buffer came from CtBuffer::from_vec; release empties it,
-        // so a second call is a no-op.
-        unsafe {
-            res.traces.release();
-            res.metrics.release();
-            res.warnings.release();
-            res.error_message.release();
-        }
-    });
-}
-
-/// Runs the body of an exported call: a null request is an error, a null
-/// cancel token means "never cancelled", and a panic or an error becomes a
-/// code plus a message, so nothing unwinds into C.
-///
-/// # Safety
-/// `req` must be valid or null; `cancel` must be live or null.
-pub(crate) unsafe fn call<Req, T>(
-    req: *const Req,
-    cancel: *const CtCancel,
-    body: impl FnOnce(&Req, &CancelToken) -> Result<T, (ErrorCode, String)>,
-) -> Result<T, (i32, String)> {
-    let outcome = guard(|| {
-        // SAFETY: the caller guarantees req is valid or null.
-        let Some(req) = (unsafe { req.as_ref() }) else {
-            return Err((ErrorCode::InvalidRequest, "null request".to_owned()));
-        };
-        let local_token;
-        // SAFETY: the caller guarantees cancel is live or null.
-        let token = match unsafe { cancel.as_ref() } {
-            Some(c) => &c.token,
-            None => {
-                local_token = CancelToken::new();
-                &local_token
-            }
-        };
-        body(req, token)
-    });
-    match outcome {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err((code, message))) => Err((code as i32, message)),
-        Err(panic_message) => Err((ErrorCode::Panic as i32, panic_message)),
-    }
+    // SAFETY: forwarded to the caller (see above).
+    unsafe { free_result(res) }
 }
 
 fn fill_summary(out: &mut CtBuildResult, s: &Summary) {
@@ -259,9 +206,7 @@ fn fill_summary(out: &mut CtBuildResult, s: &Summary) {
         dropped_attributes: s.dropped_attributes,
         warnings: s.warnings.len() as u64,
     };
-    if !s.warnings.is_empty() {
-        out.warnings = CtBuffer::from_string(s.warnings.join("\n"));
-    }
+    out.warnings = lines_buffer(&s.warnings);
 }
 
 /// # Safety
