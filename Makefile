@@ -27,7 +27,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb generate collector run test test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust header ocb generate collector run test lint-rust test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -75,7 +75,13 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: test-rust test-go test-e2e test-realbuilds test-casreal
+test: lint-rust test-rust test-go test-e2e test-realbuilds test-casreal
+
+## lint-rust: formatting and clippy (every target, warnings are errors); the
+## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
+lint-rust:
+	cargo fmt --all --check
+	cargo clippy --locked --workspace --all-targets -- -D warnings
 
 test-rust:
 	cargo test --locked --workspace

@@ -37,6 +37,7 @@ fn grow(n: usize) {
 // counters are updated around it.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: our caller upholds GlobalAlloc::alloc's contract, which is System's.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             grow(layout.size());
@@ -45,10 +46,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: ptr came from System through this allocator with this layout.
         unsafe { System.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size(), Relaxed);
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in alloc.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             grow(layout.size());
@@ -57,6 +60,8 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: ptr came from System through this allocator with this
+        // layout; our caller upholds realloc's contract for new_size.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size >= layout.size() {

@@ -1,6 +1,7 @@
 //! Reading one untrusted input file within the size limit: the timing
 //! document ([`read_bounded`]) and the side files ([`read_side_file`]).
 
+#[allow(unsafe_code)] // madvise(2)
 pub(crate) mod pages;
 
 use std::fs::File;

@@ -26,26 +26,17 @@ impl CtByteView {
             unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
         }
     }
+}
 
-    /// # Safety
-    /// As [`CtByteView::as_slice`].
-    pub unsafe fn to_path(&self) -> Option<PathBuf> {
-        use std::os::unix::ffi::OsStrExt;
-        // SAFETY: forwarded to the caller.
-        let bytes = unsafe { self.as_slice() };
-        if bytes.is_empty() {
-            None
-        } else {
-            Some(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
-        }
-    }
+/// The path a view's bytes name (raw OS bytes); `None` when empty.
+pub fn path_of(bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    (!bytes.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
 
-    /// # Safety
-    /// As [`CtByteView::as_slice`].
-    pub unsafe fn to_string_lossy(&self) -> String {
-        // SAFETY: forwarded to the caller.
-        String::from_utf8_lossy(unsafe { self.as_slice() }).into_owned()
-    }
+/// A view's bytes as text, invalid UTF-8 replaced.
+pub fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Bytes owned by Rust, lent to the caller until `ct_build_result_free`.

@@ -2,7 +2,7 @@
 //! [`CasRequest`], runs [`scan_set`] (one store set, typically one variant's
 //! obj/pch/pcm/exe cells, to one OTLP request) and fills in a `CtCasResult`.
 
-use super::buffer::{CtBuffer, CtByteView};
+use super::buffer::{path_of, text_of, CtBuffer, CtByteView};
 use super::export::{
     export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult,
 };
@@ -173,31 +173,41 @@ pub unsafe extern "C" fn ct_cas_result_free(res: *mut CtCasResult) {
 /// # Safety
 /// As `ct_scan_cas`.
 unsafe fn decode(req: &CtCasRequest) -> Result<CasRequest, String> {
-    // SAFETY (whole function): forwarded to the caller.
     let raw_cells = if req.cells.is_null() || req.cell_count == 0 {
         &[][..]
     } else {
+        // SAFETY: non-null, and the caller guarantees it points to
+        // `cell_count` cells that stay valid during the call.
         unsafe { std::slice::from_raw_parts(req.cells, req.cell_count) }
     };
     let mut cells = Vec::with_capacity(raw_cells.len());
     for (i, c) in raw_cells.iter().enumerate() {
         let kind =
             CasKind::from_number(c.kind).ok_or_else(|| format!("cells[{i}]: unknown kind {}", c.kind))?;
-        let path = unsafe { c.path.to_path() }.ok_or_else(|| format!("cells[{i}]: empty path"))?;
+        // SAFETY: the caller guarantees every view is valid during the call.
+        let path = path_of(unsafe { c.path.as_slice() }).ok_or_else(|| format!("cells[{i}]: empty path"))?;
         cells.push(CasCell {
             kind,
             path,
             explicit: c.explicit_ != 0,
         });
     }
-    let mut request = CasRequest::new(unsafe { req.host_name.to_string_lossy() }, req.time_unix_nano);
+    let views = [
+        req.host_name,
+        req.service_name,
+        req.variant,
+        req.resource_attributes,
+    ];
+    // SAFETY: the caller guarantees every view is valid for its length during
+    // the call; the slices do not outlive this function.
+    let [host, service, variant, attributes] = views.map(|v| unsafe { v.as_slice() });
+    let mut request = CasRequest::new(text_of(host), req.time_unix_nano);
     request.cells = cells;
-    let service = unsafe { req.service_name.to_string_lossy() };
     if !service.is_empty() {
-        request.service_name = service;
+        request.service_name = text_of(service);
     }
-    request.variant = unsafe { req.variant.to_string_lossy() };
-    request.resource_attributes = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
+    request.variant = text_of(variant);
+    request.resource_attributes = decode_pairs(attributes)?;
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
     if req.max_threads > 0 {
         request.limits.max_threads = req.max_threads as usize;

@@ -13,6 +13,7 @@ mod cas;
 mod export;
 mod guard;
 
+use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
 pub use cas::{CtCasCache, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
@@ -212,19 +213,27 @@ fn fill_summary(out: &mut CtBuildResult, s: &Summary) {
 /// # Safety
 /// Every view in `req` must be valid for its length.
 unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
-    // SAFETY (whole function): forwarded to the caller.
-    let dir = unsafe { req.invocation_dir.to_path() }.ok_or("empty invocation_dir")?;
-    let host = unsafe { req.host_name.to_string_lossy() };
-    let mut request = BuildRequest::new(dir, host);
-    request.statslog = unsafe { req.statslog_path.to_path() };
-    request.outcomes = unsafe { req.outcomes_path.to_path() };
-    let service = unsafe { req.service_name.to_string_lossy() };
+    let views = [
+        req.invocation_dir,
+        req.statslog_path,
+        req.outcomes_path,
+        req.host_name,
+        req.service_name,
+        req.git_commit_sha,
+        req.resource_attributes,
+    ];
+    // SAFETY: the caller guarantees every view is valid for its length during
+    // the call; the slices do not outlive this function.
+    let [dir, statslog, outcomes, host, service, sha, attributes] = views.map(|v| unsafe { v.as_slice() });
+    let dir = path_of(dir).ok_or("empty invocation_dir")?;
+    let mut request = BuildRequest::new(dir, text_of(host));
+    request.statslog = path_of(statslog);
+    request.outcomes = path_of(outcomes);
     if !service.is_empty() {
-        request.service_name = service;
+        request.service_name = text_of(service);
     }
-    let sha = unsafe { req.git_commit_sha.to_string_lossy() };
-    request.git_commit_sha = (!sha.is_empty()).then_some(sha);
-    request.resource_attributes = decode_pairs(unsafe { req.resource_attributes.as_slice() })?;
+    request.git_commit_sha = (!sha.is_empty()).then(|| text_of(sha));
+    request.resource_attributes = decode_pairs(attributes)?;
     request.signals = decode_signals(req.signals);
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
     request.limits = decode_limits(&req.limits);
@@ -317,13 +326,19 @@ mod tests {
         let dir = b"/nonexistent";
         let req = request(dir, CT_FLAG_FORCE_PANIC);
         let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
+        // SAFETY: the request's views outlive the call; out is writable.
         let code = unsafe { ct_process_build(&req, std::ptr::null(), out.as_mut_ptr()) };
+        // SAFETY: ct_process_build always writes out.
         let mut out = unsafe { out.assume_init() };
         assert_eq!(code, ErrorCode::Panic as i32);
+        // SAFETY: a failed call sets a non-empty message, valid until freed.
         let msg = unsafe { std::slice::from_raw_parts(out.error_message.ptr, out.error_message.len) };
         assert!(String::from_utf8_lossy(msg).contains("forced panic"));
-        unsafe { ct_build_result_free(&mut out) };
-        unsafe { ct_build_result_free(&mut out) };
+        // SAFETY: out was written by ct_process_build; a second free is a no-op.
+        unsafe {
+            ct_build_result_free(&mut out);
+            ct_build_result_free(&mut out);
+        }
         assert!(out.error_message.ptr.is_null());
     }
 
