@@ -31,7 +31,12 @@ use serde_json::Value as Json;
 
 /// Resource attributes of a proto3-JSON resource, as (key, string) pairs.
 fn resource_pairs(resource: &Json) -> Vec<(String, String)> {
-    resource["attributes"]
+    string_pairs(&resource["attributes"])
+}
+
+/// A proto3-JSON attribute list of string values, as (key, string) pairs.
+fn string_pairs(attributes: &Json) -> Vec<(String, String)> {
+    attributes
         .as_array()
         .unwrap()
         .iter()
@@ -254,17 +259,7 @@ fn compare_metrics(
             assert_eq!(p.start_time_unix_nano, start_ref, "{name} {}", m.name);
             let want: i64 = p_ref["asInt"].as_str().unwrap().parse().unwrap();
             assert_eq!(p.value, Some(PointValue::AsInt(want)), "{name} {}", m.name);
-            let attrs_ref: Vec<(String, String)> = p_ref["attributes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| {
-                    (
-                        a["key"].as_str().unwrap().to_owned(),
-                        a["value"]["stringValue"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect();
+            let attrs_ref = string_pairs(&p_ref["attributes"]);
             assert_eq!(our_pairs(&p.attributes), attrs_ref, "{name} {}", m.name);
             assert!(p.exemplars.is_empty() && p.flags == 0, "{name}");
         }

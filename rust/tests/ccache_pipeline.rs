@@ -419,12 +419,7 @@ fn ffi_returns_metrics_and_points() {
             resource_attributes: empty,
             signals: CT_SIGNAL_TRACES | CT_SIGNAL_METRICS,
             flags,
-            limits: CtLimits {
-                max_file_bytes: 0,
-                max_events: 0,
-                max_depth: 0,
-                max_attribute_len: 0,
-            },
+            limits: CtLimits::default(),
         };
         let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
         // SAFETY: every view outlives the call; out is written by the call.

@@ -39,7 +39,7 @@ pub const CT_FLAG_FORCE_PANIC: u32 = 0x8000_0000;
 
 /// Parser limits; a zero field means "use the default".
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CtLimits {
     pub max_file_bytes: u64,
     pub max_events: u64,
@@ -312,12 +312,7 @@ mod tests {
             resource_attributes: empty,
             signals: CT_SIGNAL_TRACES,
             flags,
-            limits: CtLimits {
-                max_file_bytes: 0,
-                max_events: 0,
-                max_depth: 0,
-                max_attribute_len: 0,
-            },
+            limits: CtLimits::default(),
         }
     }
 

@@ -59,10 +59,11 @@ fn values(s: &StoreStats) -> [u64; 5] {
     ]
 }
 
-fn in_kind_order(stores: &[(CasKind, StoreStats)]) -> Vec<&(CasKind, StoreStats)> {
+/// The stores in kind order; `None` when there are none (nothing to send).
+fn in_kind_order(stores: &[(CasKind, StoreStats)]) -> Option<Vec<&(CasKind, StoreStats)>> {
     let mut ordered: Vec<&(CasKind, StoreStats)> = stores.iter().collect();
     ordered.sort_by_key(|(kind, _)| *kind); // stable
-    ordered
+    (!ordered.is_empty()).then_some(ordered)
 }
 
 /// The single `cas_kind` attribute of a data point. No length limit
@@ -80,10 +81,9 @@ pub fn build_cas_metrics_request(
     resource: &Resource,
     time_unix_nano: u64,
 ) -> ExportMetricsServiceRequest {
-    if stores.is_empty() {
+    let Some(ordered) = in_kind_order(stores) else {
         return ExportMetricsServiceRequest::default();
-    }
-    let ordered = in_kind_order(stores);
+    };
     let metrics = METRIC_NAMES
         .iter()
         .enumerate()
@@ -138,10 +138,9 @@ pub fn build_cas_snapshot_span_request(
     host_name: &str,
     time_unix_nano: u64,
 ) -> ExportTraceServiceRequest {
-    if stores.is_empty() {
+    let Some(ordered) = in_kind_order(stores) else {
         return ExportTraceServiceRequest::default();
-    }
-    let ordered = in_kind_order(stores);
+    };
     let mut attributes = Vec::with_capacity(ordered.len() * METRIC_NAMES.len());
     for (kind, stats) in &ordered {
         for (name, value) in METRIC_NAMES.iter().zip(values(stats)) {

@@ -20,6 +20,11 @@ use crate::input::{read_side_file, SideFile};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
+const OUTCOMES_FILE: SideFile = SideFile {
+    name: "rule outcomes log",
+    partial_use: "using",
+};
+
 /// Reads and parses the outcomes log at `path` within
 /// `limits.max_file_bytes`. Never fails (spec §5.3 rule 1): missing means
 /// empty; unreadable, not a file or too large means empty with a warning; a
@@ -38,11 +43,6 @@ pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {
     }
     outcomes
 }
-
-const OUTCOMES_FILE: SideFile = SideFile {
-    name: "rule outcomes log",
-    partial_use: "using",
-};
 
 #[cfg(test)]
 mod tests {

@@ -33,6 +33,11 @@ pub enum Keep {
     CountsOnly,
 }
 
+const STATSLOG_FILE: SideFile = SideFile {
+    name: "ccache statslog",
+    partial_use: "counting",
+};
+
 /// Reads and parses the statslog at `path` within `limits.max_file_bytes`.
 ///
 /// Never fails, like compiletools (spec §4.3 rules 1 and 4): a missing file
@@ -49,11 +54,6 @@ pub fn load(path: &Path, limits: &Limits, keep: Keep, warnings: &mut Warnings) -
         Keep::CountsOnly => parse_counts(&bytes),
     }
 }
-
-const STATSLOG_FILE: SideFile = SideFile {
-    name: "ccache statslog",
-    partial_use: "counting",
-};
 
 #[cfg(test)]
 mod tests {
