@@ -14,6 +14,16 @@ import (
 	"unsafe"
 )
 
+// casKinds is the only list of store kinds on the Go side: names as the
+// configuration spells them (ct-cache-report's store names), values from
+// the header, so a renumbered or renamed kind fails to compile here.
+var casKinds = [...]casKindName{
+	{"obj", C.CT_CAS_KIND_OBJ},
+	{"pch", C.CT_CAS_KIND_PCH},
+	{"pcm", C.CT_CAS_KIND_PCM},
+	{"exe", C.CT_CAS_KIND_EXE},
+}
+
 // CASCache keeps per-shard scan results in the core between periodic scans,
 // so an unchanged obj shard is not listed again. Scans using one cache must
 // not overlap; Close frees it.
