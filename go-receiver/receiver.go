@@ -39,11 +39,10 @@ type compiletoolsReceiver struct {
 
 	// Set up in Start.
 	hostName  string
-	store     *checkpoint.Store
+	ledger    *buildLedger
 	capturer  *capture.Capturer
 	live      *liveCapture
 	telemetry *selfTelemetry
-	pending   *pendingBuilds
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
 
@@ -147,8 +146,7 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 		}
 		r.live = live
 	}
-	r.store = store
-	r.pending = newPendingBuilds()
+	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.firstPoll = true
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -219,7 +217,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			}
 		}
 		r.telemetry.shutdown()
-		err = r.store.Close(ctx)
+		err = r.ledger.close(ctx)
 	})
 	return err
 }

@@ -1,10 +1,5 @@
 package ffi
 
-import (
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-)
-
 // CASKind is a CAS store kind, a CT_CAS_KIND_* value of the core's header.
 type CASKind uint32
 
@@ -57,12 +52,8 @@ type CASRequest struct {
 
 // CASResult is one scan as pdata.
 type CASResult struct {
-	Metrics      pmetric.Metrics
-	HasMetrics   bool
-	Traces       ptrace.Traces
-	HasTraces    bool
+	Output
 	CellsScanned uint32
 	Points       uint64
 	Anomalies    uint64
-	Warnings     []string
 }
