@@ -48,11 +48,13 @@ func (r *compiletoolsReceiver) casGroups() []casGroup {
 		kind, _ := ffi.ParseCASKind(pool.Kind)
 		entries, err := os.ReadDir(pool.Path)
 		if err != nil {
-			if r.ledger.firstProblem(pool.Path + "#cas") {
+			if !r.casFailingPools[pool.Path] {
 				r.logger.Warn("cannot list CAS pool", zap.String("path", pool.Path), zap.Error(err))
+				r.casFailingPools[pool.Path] = true
 			}
 			continue
 		}
+		delete(r.casFailingPools, pool.Path)
 		for _, e := range entries {
 			name := e.Name()
 			if !e.IsDir() || name[0] == '.' || name == "TraceStore" || name == "diagnostics" || twoHex.MatchString(name) {

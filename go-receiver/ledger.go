@@ -40,9 +40,9 @@ type buildLedger struct {
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
-	// problems holds the problems already logged, to warn once and not
-	// every poll.
-	problems map[string]bool
+	// pathProblems are the problems of the last discovery pass that belong
+	// to no build (a glob, a diagnostics parent), already logged.
+	pathProblems map[string]bool
 }
 
 // openBuild is what the ledger knows of a build it has not settled.
@@ -53,19 +53,28 @@ type openBuild struct {
 	nextAttempt  time.Time   // retry backoff
 	gitSHA       string      // HEAD read when the build was first seen, if in time
 	gitChecked   bool
+	warned       buildProblem // problems already logged: warn once, not every poll
 }
+
+// buildProblem is a kind of problem an open build can have.
+type buildProblem uint8
+
+const (
+	problemUnreadable buildProblem = 1 << iota // its timing.json cannot be examined
+	problemCapture                             // its transient files cannot be captured
+)
 
 func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, live *liveCapture, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {
 	return &buildLedger{
-		store:     store,
-		capturer:  capturer,
-		live:      live,
-		retry:     cfg.RetryOnFailure,
-		gitCommit: cfg.GitCommit,
-		logger:    logger,
-		now:       now,
-		open:      map[string]*openBuild{},
-		problems:  map[string]bool{},
+		store:        store,
+		capturer:     capturer,
+		live:         live,
+		retry:        cfg.RetryOnFailure,
+		gitCommit:    cfg.GitCommit,
+		logger:       logger,
+		now:          now,
+		open:         map[string]*openBuild{},
+		pathProblems: map[string]bool{},
 	}
 }
 
@@ -101,15 +110,42 @@ func (l *buildLedger) settled(dir string) bool {
 	return ok
 }
 
-// firstProblem reports whether a problem with key is new: warn once, not every poll.
-func (l *buildLedger) firstProblem(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.problems[key] {
-		return false
+// warnOnce reports whether an open build's problem of this kind is new,
+// to be logged once and not every poll.
+func (l *buildLedger) warnOnce(dir string, kind buildProblem) bool {
+	first := false
+	l.update(dir, func(b *openBuild) {
+		first = b.warned&kind == 0
+		b.warned |= kind
+	})
+	return first
+}
+
+// unwarned returns the problems of a discovery pass not logged yet. A
+// build's problem is remembered until the build settles or vanishes; any
+// other for as long as each pass reports it.
+func (l *buildLedger) unwarned(problems []discovery.Problem) []discovery.Problem {
+	var fresh []discovery.Problem
+	current := map[string]bool{}
+	for _, p := range problems {
+		if p.Dir != "" {
+			if l.warnOnce(p.Dir, problemUnreadable) {
+				fresh = append(fresh, p)
+			}
+			continue
+		}
+		current[p.Path] = true
+		l.mu.Lock()
+		known := l.pathProblems[p.Path]
+		l.mu.Unlock()
+		if !known {
+			fresh = append(fresh, p)
+		}
 	}
-	l.problems[key] = true
-	return true
+	l.mu.Lock()
+	l.pathProblems = current
+	l.mu.Unlock()
+	return fresh
 }
 
 // noteGitSHA reads the source tree's HEAD once per build, and only while
@@ -193,19 +229,34 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 	}
 }
 
-// forgetVanished drops the checkpoints of directories that no longer exist.
+// forgetVanished drops what is kept of builds whose directory no longer
+// exists: checkpoints and open builds alike.
 func (l *buildLedger) forgetVanished(ctx context.Context, seen map[string]struct{}) {
 	for _, dir := range l.store.Dirs() {
-		if _, ok := seen[dir]; ok {
+		if !vanished(dir, seen) {
 			continue
-		}
-		if _, err := os.Lstat(dir); !os.IsNotExist(err) {
-			continue // not matched any more (config change, excluded) but present: keep it
 		}
 		if err := l.store.Forget(ctx, dir); err != nil {
 			l.logger.Warn("cannot forget checkpoint of a removed build", zap.String("path", dir), zap.Error(err))
 		}
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for dir := range l.open {
+		if vanished(dir, seen) {
+			delete(l.open, dir)
+		}
+	}
+}
+
+// vanished reports whether a build directory is gone. One that is no longer
+// matched (config change, excluded) but still present is kept.
+func vanished(dir string, seen map[string]struct{}) bool {
+	if _, ok := seen[dir]; ok {
+		return false
+	}
+	_, err := os.Lstat(dir)
+	return os.IsNotExist(err)
 }
 
 // close releases the checkpoint store.

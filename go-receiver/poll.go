@@ -19,11 +19,11 @@ import (
 // finished builds not settled yet, oldest first, a bounded number at once.
 func (r *compiletoolsReceiver) poll(ctx context.Context) {
 	scan := r.finder.Find(r.ledger.settled)
-	for _, p := range scan.Problems {
-		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, 1)
-		if r.ledger.firstProblem(p.Path) {
-			r.logger.Warn("cannot examine path; skipping it", zap.String("path", p.Path), zap.Error(p.Err))
-		}
+	if len(scan.Problems) > 0 {
+		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, int64(len(scan.Problems)))
+	}
+	for _, p := range r.ledger.unwarned(scan.Problems) {
+		r.logger.Warn("cannot examine path; skipping it", zap.String("path", p.Path), zap.Error(p.Err))
 	}
 	r.followRunning(ctx, scan)
 	if r.firstPoll {
@@ -55,7 +55,7 @@ func (r *compiletoolsReceiver) followRunning(ctx context.Context, scan discovery
 		if n > 0 {
 			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(ctx, int64(n))
 		}
-		if err != nil && r.ledger.firstProblem(dir+"#capture") {
+		if err != nil && r.ledger.warnOnce(dir, problemCapture) {
 			r.logger.Warn("cannot capture transient build files", zap.String("path", dir), zap.Error(err))
 		}
 	}

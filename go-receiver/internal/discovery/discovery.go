@@ -38,6 +38,9 @@ func (b Build) ID() string { return filepath.Base(b.Dir) }
 type Problem struct {
 	Path string
 	Err  error
+	// Dir is the invocation directory the problem belongs to; "" for a glob
+	// or a diagnostics parent.
+	Dir string
 }
 
 // Scan is what one pass over the include globs found.
@@ -94,9 +97,9 @@ func (f Finder) Find(skip func(dir string) bool) Scan {
 		case errors.Is(err, os.ErrNotExist):
 			s.Running = append(s.Running, dir) // still running, died, or timing disabled
 		case err != nil:
-			s.Problems = append(s.Problems, Problem{Path: timing, Err: err})
+			s.Problems = append(s.Problems, Problem{Path: timing, Err: err, Dir: dir})
 		case !st.Mode().IsRegular():
-			s.Problems = append(s.Problems, Problem{Path: timing, Err: errNotRegular})
+			s.Problems = append(s.Problems, Problem{Path: timing, Err: errNotRegular, Dir: dir})
 		default:
 			s.Finished = append(s.Finished, Build{Dir: dir, Timestamp: m[1], PID: pid, ModTime: st.ModTime(), Size: st.Size()})
 		}

@@ -94,6 +94,9 @@ func TestTimingJSONThatIsADirectoryIsAProblem(t *testing.T) {
 	if len(scan.Finished) != 0 || len(scan.Problems) != 1 || scan.Problems[0].Path != filepath.Join(dir, TimingFile) {
 		t.Fatalf("scan %+v", scan)
 	}
+	if scan.Problems[0].Dir != dir {
+		t.Fatalf("the problem names build %q, want %q", scan.Problems[0].Dir, dir)
+	}
 }
 
 func TestSkippedBuildsAreSeenButNotReturned(t *testing.T) {
