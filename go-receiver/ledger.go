@@ -104,10 +104,11 @@ func (l *buildLedger) snapshot(dir string) openBuild {
 // applies only without).
 func (l *buildLedger) hasCheckpoints() bool { return l.store.Len() > 0 }
 
-// settled reports whether dir needs no more work (checkpointed in any state).
-func (l *buildLedger) settled(dir string) bool {
-	_, ok := l.store.Get(dir)
-	return ok
+// settledFile returns the timing.json a directory was settled with (in any
+// state), for discovery to tell a replaced file from the one handled.
+func (l *buildLedger) settledFile(dir string) (discovery.FileID, bool) {
+	rec, ok := l.store.Get(dir)
+	return discovery.FileID{ModNs: rec.TimingModNs, Size: rec.TimingSize}, ok
 }
 
 // warnOnce reports whether an open build's problem of this kind is new,
@@ -214,7 +215,8 @@ func backoff(rc configretry.BackOffConfig, n int) time.Duration {
 func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state checkpoint.State, signals ffi.Signals) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 	defer cancel()
-	rec := checkpoint.Record{State: state, Signals: uint32(signals), TimingModNs: b.ModTime.UnixNano(), TimingSize: b.Size, At: l.now().UnixNano()}
+	id := b.FileID()
+	rec := checkpoint.Record{State: state, Signals: uint32(signals), TimingModNs: id.ModNs, TimingSize: id.Size, At: l.now().UnixNano()}
 	if err := l.store.Put(wctx, b.Dir, rec); err != nil {
 		l.logger.Error("cannot write checkpoint; the build may be sent again after a restart", zap.String("path", b.Dir), zap.Error(err))
 	}

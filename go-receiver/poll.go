@@ -18,7 +18,7 @@ import (
 // poll is one pass: capture transient files of running builds, then send
 // finished builds not settled yet, oldest first, a bounded number at once.
 func (r *compiletoolsReceiver) poll(ctx context.Context) {
-	scan := r.finder.Find(r.ledger.settled)
+	scan := r.finder.Find(r.ledger.settledFile)
 	if len(scan.Problems) > 0 {
 		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, int64(len(scan.Problems)))
 	}
