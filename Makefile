@@ -18,6 +18,9 @@ OCB           := $(TOOLS_DIR)/builder
 # against the pinned v0.165.0 collector.
 MDATAGEN_VERSION := v0.159.0
 MDATAGEN      := $(TOOLS_DIR)/mdatagen
+# staticcheck 2026.2.x analyses Go 1.26 code and builds with Go 1.26.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK   := $(TOOLS_DIR)/staticcheck
 RUST_LIB      := target/release/libcompiletools_core.a
 FFI_LIB_DIR   := go-receiver/internal/ffi/lib/$(GOOS)_$(GOARCH)
 COLLECTOR     := $(BUILD_DIR)/otelcol-compiletools/otelcol-compiletools
@@ -27,7 +30,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb generate collector run test lint-rust test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -46,6 +49,10 @@ $(OCB):
 	GOBIN=$(abspath $(TOOLS_DIR)) go install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
 ocb: $(OCB)
+
+$(STATICCHECK):
+	mkdir -p $(TOOLS_DIR)
+	GOBIN=$(abspath $(TOOLS_DIR)) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 $(MDATAGEN):
 	rm -rf $(TOOLS_DIR)/mdatagen-src && mkdir -p $(TOOLS_DIR)/mdatagen-src
@@ -75,13 +82,20 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: lint-rust test-rust test-go test-e2e test-realbuilds test-casreal
+test: lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
 lint-rust:
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
+
+## lint-go: gofmt, go vet (with and without cgo) and staticcheck on go-receiver; cgo type-checks against the Rust library
+lint-go: rust $(STATICCHECK)
+	@unformatted="$$(cd go-receiver && gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
+	cd go-receiver && go vet ./... && CGO_ENABLED=0 go vet ./...
+	cd go-receiver && $(abspath $(STATICCHECK)) ./...
 
 test-rust:
 	cargo test --locked --workspace

@@ -2,15 +2,11 @@ package compiletoolsreceiver
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.uber.org/zap"
 
@@ -20,34 +16,19 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
-// dataFormat names what the receiver reads, for its ObsReport telemetry.
-const dataFormat = "compiletools"
-
-// consumedSignals lists the signals that have a consumer.
-func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
-	var s ffi.Signals
-	if r.traces != nil {
-		s |= ffi.SignalTraces
-	}
-	if r.metrics != nil {
-		s |= ffi.SignalMetrics
-	}
-	return s
-}
-
 // processBuild parses one build once and hands it to every consumer not
 // served yet; it checkpoints the build only after every Consume returned.
 // It returns false when a consumer asked to retry later (congestion).
 func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) bool {
-	pending := r.pending.snapshot(b.Dir)
-	want := r.consumedSignals() &^ pending.delivered
+	open := r.ledger.snapshot(b.Dir)
+	want := r.consumedSignals() &^ open.delivered
 	if want == 0 {
-		r.settle(ctx, b, checkpoint.Delivered, uint32(pending.delivered))
+		r.ledger.settle(ctx, b, checkpoint.Delivered, open.delivered)
 		r.telemetry.build(ctx, outcomeDelivered)
 		return true
 	}
 
-	res, err := ffi.Process(ctx, r.request(b, want, pending.gitSHA))
+	res, err := ffi.Process(ctx, r.request(b, want, open.gitSHA))
 	if err != nil {
 		code := ffi.CodeOf(err)
 		if code == ffi.CodeCancelled {
@@ -59,7 +40,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 			zap.Error(err))
 		r.telemetry.parseFailure(ctx, code.String())
 		r.telemetry.build(ctx, outcomeFailed)
-		r.settle(ctx, b, checkpoint.Failed, 0)
+		r.ledger.settle(ctx, b, checkpoint.Failed, 0)
 		return true
 	}
 	for _, w := range res.Warnings {
@@ -68,7 +49,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	r.telemetry.ReceiverCompiletoolsUnanchoredEvents.Add(ctx, int64(res.Summary.UnanchoredRules))
 	r.telemetry.ReceiverCompiletoolsDroppedAttributes.Add(ctx, int64(res.Summary.DroppedAttributes))
 
-	delivered, dropped, retry := pending.delivered, false, false
+	delivered, dropped, retry := open.delivered, false, false
 	record := func(sig ffi.Signals, err error) {
 		switch {
 		case err == nil:
@@ -82,26 +63,15 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 			r.logger.Debug("consumer failed; retrying later", zap.String("path", b.Dir), zap.Error(err))
 		}
 	}
+	tracesErr, metricsErr := r.consume(ctx, want, res.Output)
 	if want&ffi.SignalTraces != 0 {
-		var err error
-		if res.HasTraces {
-			octx := r.obsTraces.StartTracesOp(ctx)
-			err = r.traces.ConsumeTraces(octx, res.Traces)
-			r.obsTraces.EndTracesOp(octx, dataFormat, res.Traces.SpanCount(), err)
-		}
-		record(ffi.SignalTraces, err)
+		record(ffi.SignalTraces, tracesErr)
 	}
 	if want&ffi.SignalMetrics != 0 {
-		var err error
-		if res.HasMetrics {
-			octx := r.obsMetrics.StartMetricsOp(ctx)
-			err = r.metrics.ConsumeMetrics(octx, res.Metrics)
-			r.obsMetrics.EndMetricsOp(octx, dataFormat, res.Metrics.DataPointCount(), err)
-		}
-		record(ffi.SignalMetrics, err)
+		record(ffi.SignalMetrics, metricsErr)
 	}
 
-	if retry && r.scheduleRetry(b.Dir, delivered) {
+	if retry && r.ledger.retryLater(b.Dir, delivered) {
 		r.telemetry.build(ctx, outcomeRetried)
 		return false
 	}
@@ -112,11 +82,11 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	r.telemetry.ReceiverCompiletoolsBuildLag.Record(ctx, r.now().Sub(b.ModTime).Seconds())
 	if dropped {
 		r.telemetry.build(ctx, outcomeDropped)
-		r.settle(ctx, b, checkpoint.Dropped, uint32(delivered))
+		r.ledger.settle(ctx, b, checkpoint.Dropped, delivered)
 		return !retry
 	}
 	r.telemetry.build(ctx, outcomeDelivered)
-	r.settle(ctx, b, checkpoint.Delivered, uint32(delivered))
+	r.ledger.settle(ctx, b, checkpoint.Delivered, delivered)
 	return true
 }
 
@@ -180,40 +150,4 @@ func (r *compiletoolsReceiver) mappedStatslog(dir string) string {
 		}
 	}
 	return ""
-}
-
-// scheduleRetry books the next attempt of a build after a retryable error,
-// with exponential backoff; false means the build must be given up.
-func (r *compiletoolsReceiver) scheduleRetry(dir string, delivered ffi.Signals) bool {
-	rc := r.cfg.RetryOnFailure
-	if !rc.Enabled {
-		return false
-	}
-	now := r.now()
-	ok := true
-	r.pending.update(dir, func(p *pendingBuild) {
-		p.delivered = delivered
-		if p.attempts == 0 {
-			p.firstFailure = now
-		}
-		p.attempts++
-		if rc.MaxElapsedTime > 0 && now.Sub(p.firstFailure) > rc.MaxElapsedTime {
-			ok = false
-			return
-		}
-		p.nextAttempt = now.Add(backoff(rc, p.attempts))
-	})
-	return ok
-}
-
-// backoff is the delay before attempt n+1 after n failures.
-func backoff(rc configretry.BackOffConfig, n int) time.Duration {
-	d := float64(rc.InitialInterval) * math.Pow(max(rc.Multiplier, 1), float64(n-1))
-	if rc.MaxInterval > 0 {
-		d = math.Min(d, float64(rc.MaxInterval))
-	}
-	if f := rc.RandomizationFactor; f > 0 {
-		d *= 1 - f + 2*f*rand.Float64()
-	}
-	return time.Duration(d)
 }

@@ -2,6 +2,7 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,11 +48,13 @@ func (r *compiletoolsReceiver) casGroups() []casGroup {
 		kind, _ := ffi.ParseCASKind(pool.Kind)
 		entries, err := os.ReadDir(pool.Path)
 		if err != nil {
-			if r.pending.firstProblem(pool.Path + "#cas") {
+			if !r.casFailingPools[pool.Path] {
 				r.logger.Warn("cannot list CAS pool", zap.String("path", pool.Path), zap.Error(err))
+				r.casFailingPools[pool.Path] = true
 			}
 			continue
 		}
+		delete(r.casFailingPools, pool.Path)
 		for _, e := range entries {
 			name := e.Name()
 			if !e.IsDir() || name[0] == '.' || name == "TraceStore" || name == "diagnostics" || twoHex.MatchString(name) {
@@ -98,7 +101,11 @@ func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
 
 func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache) {
 	asSpans := r.cfg.MetricsAsSpans
-	if (asSpans && r.traces == nil) || (!asSpans && r.metrics == nil) {
+	want := ffi.SignalMetrics
+	if asSpans {
+		want = ffi.SignalTraces
+	}
+	if r.consumedSignals()&want == 0 {
 		return // nobody consumes the result
 	}
 	for _, g := range r.casGroups() {
@@ -129,17 +136,7 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 		for _, w := range res.Warnings {
 			r.logger.Warn("CAS scan", zap.String("variant", g.variant), zap.String("warning", w))
 		}
-		if res.HasMetrics {
-			octx := r.obsMetrics.StartMetricsOp(ctx)
-			err = r.metrics.ConsumeMetrics(octx, res.Metrics)
-			r.obsMetrics.EndMetricsOp(octx, dataFormat, res.Metrics.DataPointCount(), err)
-		}
-		if res.HasTraces {
-			octx := r.obsTraces.StartTracesOp(ctx)
-			err = r.traces.ConsumeTraces(octx, res.Traces)
-			r.obsTraces.EndTracesOp(octx, dataFormat, res.Traces.SpanCount(), err)
-		}
-		if err != nil {
+		if err := errors.Join(r.consume(ctx, want, res.Output)); err != nil {
 			// A snapshot is superseded by the next scan: no retry.
 			r.logger.Debug("CAS snapshot not accepted", zap.String("variant", g.variant), zap.Error(err))
 		}

@@ -3,11 +3,14 @@ package compiletoolsreceiver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 // Start positions for builds that exist when the receiver first starts
@@ -132,7 +135,7 @@ type CASConfig struct {
 
 // CASStore is one configured store cell or pool.
 type CASStore struct {
-	// Kind is obj, pch, pcm or exe.
+	// Kind is a store kind: obj, pch, pcm or exe (ffi.CASKindNames).
 	Kind string `mapstructure:"kind"`
 	Path string `mapstructure:"path"`
 
@@ -214,10 +217,8 @@ func (c *Config) Validate() error {
 	}
 	checkStores := func(key string, stores []CASStore) {
 		for i, st := range stores {
-			switch st.Kind {
-			case "obj", "pch", "pcm", "exe":
-			default:
-				add("%s[%d].kind: must be obj, pch, pcm or exe, got %q", key, i, st.Kind)
+			if _, ok := ffi.ParseCASKind(st.Kind); !ok {
+				add("%s[%d].kind: must be one of %s; got %q", key, i, strings.Join(ffi.CASKindNames(), ", "), st.Kind)
 			}
 			if st.Path == "" {
 				add("%s[%d].path: must not be empty", key, i)

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 func TestDefaultConfigIsValidStruct(t *testing.T) {
@@ -58,5 +60,32 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	if err := (&Config{PollInterval: time.Second, ServiceName: "s"}).Validate(); err == nil || !strings.Contains(err.Error(), "include") {
 		t.Errorf("a config without include must be rejected, got %v", err)
+	}
+}
+
+func TestCASKindIsValidatedAgainstTheCoreTable(t *testing.T) {
+	names := ffi.CASKindNames()
+	if len(names) == 0 {
+		t.Fatal("the ffi package lists no CAS kinds")
+	}
+	for _, name := range names {
+		cfg := createDefaultConfig()
+		cfg.Include = []string{"/d"}
+		cfg.CAS.Pools = []CASStore{{Kind: name, Path: "/cas"}}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("kind %q: %v", name, err)
+		}
+	}
+	cfg := createDefaultConfig()
+	cfg.Include = []string{"/d"}
+	cfg.CAS.Pools = []CASStore{{Kind: "OBJ", Path: "/cas"}}
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "cas.pools[0].kind") {
+		t.Fatalf("an unknown kind must be rejected, got %v", err)
+	}
+	for _, name := range names {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not list the valid kind %q", err, name)
+		}
 	}
 }

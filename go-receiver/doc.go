@@ -3,7 +3,10 @@
 // OTLP traces and metrics, without changing any build.
 //
 // Layout: config.go (configuration), factory.go (component factory and the
-// one shared instance per receiver ID), receiver.go (life cycle and polling),
-// build.go (one build through the core to the consumers); internal/discovery
-// finds finished builds, internal/ffi is the cgo binding to the Rust core.
+// one shared instance per receiver ID), receiver.go (life cycle), poll.go
+// (one discovery pass: what starts now), ledger.go (one build's state from
+// discovery to checkpoint), build.go (one build through the core to the
+// consumers), consume.go (core output to the consumers), cas.go (store
+// scans); internal/discovery finds finished builds, internal/ffi is the cgo
+// binding to the Rust core.
 package compiletoolsreceiver

@@ -39,13 +39,15 @@ type compiletoolsReceiver struct {
 
 	// Set up in Start.
 	hostName  string
-	store     *checkpoint.Store
+	ledger    *buildLedger
 	capturer  *capture.Capturer
 	live      *liveCapture
 	telemetry *selfTelemetry
-	pending   *pendingBuilds
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
+	// casFailingPools are the CAS pools whose listing failed and was
+	// logged, until it works again; used by the CAS goroutine only.
+	casFailingPools map[string]bool
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -109,6 +111,29 @@ func (r *compiletoolsReceiver) Start(ctx context.Context, host component.Host) e
 }
 
 func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) error {
+	if err := r.setUp(ctx, host); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	if r.live != nil {
+		r.liveDone = make(chan struct{})
+		go func() {
+			defer close(r.liveDone)
+			r.live.run(runCtx)
+		}()
+	}
+	go r.run(runCtx)
+	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
+		r.casDone = make(chan struct{})
+		go r.runCAS(runCtx)
+	}
+	return nil
+}
+
+// setUp prepares everything a poll needs, without starting anything.
+func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) error {
 	if err := ffi.CheckABI(); err != nil {
 		return err
 	}
@@ -147,24 +172,9 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 		}
 		r.live = live
 	}
-	r.store = store
-	r.pending = newPendingBuilds()
+	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.firstPoll = true
-	runCtx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done = make(chan struct{})
-	if r.live != nil {
-		r.liveDone = make(chan struct{})
-		go func() {
-			defer close(r.liveDone)
-			r.live.run(runCtx)
-		}()
-	}
-	go r.run(runCtx)
-	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
-		r.casDone = make(chan struct{})
-		go r.runCAS(runCtx)
-	}
+	r.casFailingPools = map[string]bool{}
 	return nil
 }
 
@@ -219,7 +229,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			}
 		}
 		r.telemetry.shutdown()
-		err = r.store.Close(ctx)
+		err = r.ledger.close(ctx)
 	})
 	return err
 }

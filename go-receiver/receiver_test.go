@@ -1,6 +1,7 @@
 package compiletoolsreceiver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -288,5 +289,51 @@ func TestCongestionStopsThePollAfterARetryableError(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := next.calls.Load(); n != 1 {
 		t.Fatalf("after a retryable error the poll went on with %d more builds; want it to stop", n-1)
+	}
+}
+
+// Another timing.json renamed over a delivered build's (two hosts' builds
+// colliding on a shared parent, spec §1.2) is another build: it is sent,
+// under its own trace id; the untouched file is never sent twice.
+func TestReplacedTimingJSONUnderTheSameDirectoryIsSentAgain(t *testing.T) {
+	parent := t.TempDir()
+	dir := copyCaseBuild(t, case01, parent)
+	sink := new(consumertest.TracesSink)
+	startTraces(t, testConfig(parent), sink)
+	waitFor(t, "the first build", func() bool { return len(sink.AllTraces()) == 1 })
+	time.Sleep(100 * time.Millisecond) // several polls: the same file is not sent again
+	if n := len(sink.AllTraces()); n != 1 {
+		t.Fatalf("the untouched build was delivered %d times", n)
+	}
+
+	const first, later = "2026-11-30T03:43:45.418084+00:00", "2026-11-30T03:43:45.918084+00:00"
+	timing := caseTiming(t)
+	if !bytes.Contains(timing, []byte(first)) {
+		t.Fatalf("case %s: timestamp %s not found", case01, first)
+	}
+	tmp := filepath.Join(dir, ".tmp.timing.json.abcdefgh.2")
+	if err := os.WriteFile(tmp, bytes.Replace(timing, []byte(first), []byte(later), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Not the same second as the first file: a modification time that
+	// differs on every filesystem.
+	mod := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(tmp, mod, mod); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "timing.json")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the build that replaced the first", func() bool { return len(sink.AllTraces()) == 2 })
+	time.Sleep(100 * time.Millisecond)
+	all := sink.AllTraces()
+	if len(all) != 2 {
+		t.Fatalf("want two deliveries, got %d", len(all))
+	}
+	traceID := func(td ptrace.Traces) string {
+		return td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).TraceID().String()
+	}
+	if traceID(all[0]) == traceID(all[1]) {
+		t.Fatalf("a timing.json with another timestamp kept the trace id %s", traceID(all[0]))
 	}
 }

@@ -28,19 +28,14 @@ const (
 )
 
 // Record is what is kept per build. TimingModNs/TimingSize identify the
-// timing.json that was read: a different file under the same directory
-// name (a host collision on a shared parent) counts as a new build.
+// timing.json that was handled: discovery sends a different file under the
+// same directory name (a host collision on a shared parent) as a new build.
 type Record struct {
 	State       State  `json:"state"`
 	Signals     uint32 `json:"signals,omitempty"`
 	TimingModNs int64  `json:"timing_mod_ns"`
 	TimingSize  int64  `json:"timing_size"`
 	At          int64  `json:"at_unix_ns"`
-}
-
-// Matches reports whether r describes the timing.json with this identity.
-func (r Record) Matches(modNs, size int64) bool {
-	return r.TimingModNs == modNs && r.TimingSize == size
 }
 
 const (

@@ -34,10 +34,24 @@ type Build struct {
 // ID is the directory name, compiletools' invocation id.
 func (b Build) ID() string { return filepath.Base(b.Dir) }
 
+// FileID identifies a timing.json. ct-cake writes it once, by rename, and
+// never touches it again, so another modification time or size under the
+// same directory is another file: another build, usually another trace.
+type FileID struct {
+	ModNs int64
+	Size  int64
+}
+
+// FileID identifies the build's timing.json.
+func (b Build) FileID() FileID { return FileID{ModNs: b.ModTime.UnixNano(), Size: b.Size} }
+
 // Problem is a path that could not be examined; discovery goes on without it.
 type Problem struct {
 	Path string
 	Err  error
+	// Dir is the invocation directory the problem belongs to; "" for a glob
+	// or a diagnostics parent.
+	Dir string
 }
 
 // Scan is what one pass over the include globs found.
@@ -67,19 +81,19 @@ func IsInvocationDirName(name string) bool { return invocationID.MatchString(nam
 
 var errNotRegular = errors.New("not a regular file")
 
-// Find scans the include globs. Directories for which skip returns true
-// (builds already settled) are only recorded in Seen, never stat'ed again:
-// that keeps an idle poll over thousands of old builds cheap.
-func (f Finder) Find(skip func(dir string) bool) Scan {
+// Find scans the include globs. settled (nil: none) returns, for a
+// directory handled before, the timing.json it was handled with. Such a
+// directory is recorded in Seen and otherwise returned only as a finished
+// build whose timing.json is another file now (two hosts' builds colliding
+// on one shared parent, spec §1.2); it is never a running build or a
+// problem again, and its timing.json is stat'ed but never read.
+func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 	s := Scan{Seen: map[string]struct{}{}}
 	consider := func(dir string) {
 		if _, dup := s.Seen[dir]; dup || f.excluded(dir) {
 			return
 		}
 		s.Seen[dir] = struct{}{}
-		if skip != nil && skip(dir) {
-			return
-		}
 		m := invocationID.FindStringSubmatch(filepath.Base(dir))
 		if m == nil {
 			return
@@ -90,15 +104,28 @@ func (f Finder) Find(skip func(dir string) bool) Scan {
 		}
 		timing := filepath.Join(dir, TimingFile)
 		st, err := os.Stat(timing)
+		regular := err == nil && st.Mode().IsRegular()
+		var b Build
+		if regular {
+			b = Build{Dir: dir, Timestamp: m[1], PID: pid, ModTime: st.ModTime(), Size: st.Size()}
+		}
+		if settled != nil {
+			if handled, ok := settled(dir); ok {
+				if regular && b.FileID() != handled {
+					s.Finished = append(s.Finished, b)
+				}
+				return
+			}
+		}
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			s.Running = append(s.Running, dir) // still running, died, or timing disabled
 		case err != nil:
-			s.Problems = append(s.Problems, Problem{Path: timing, Err: err})
-		case !st.Mode().IsRegular():
-			s.Problems = append(s.Problems, Problem{Path: timing, Err: errNotRegular})
+			s.Problems = append(s.Problems, Problem{Path: timing, Err: err, Dir: dir})
+		case !regular:
+			s.Problems = append(s.Problems, Problem{Path: timing, Err: errNotRegular, Dir: dir})
 		default:
-			s.Finished = append(s.Finished, Build{Dir: dir, Timestamp: m[1], PID: pid, ModTime: st.ModTime(), Size: st.Size()})
+			s.Finished = append(s.Finished, b)
 		}
 	}
 

@@ -94,18 +94,78 @@ func TestTimingJSONThatIsADirectoryIsAProblem(t *testing.T) {
 	if len(scan.Finished) != 0 || len(scan.Problems) != 1 || scan.Problems[0].Path != filepath.Join(dir, TimingFile) {
 		t.Fatalf("scan %+v", scan)
 	}
+	if scan.Problems[0].Dir != dir {
+		t.Fatalf("the problem names build %q, want %q", scan.Problems[0].Dir, dir)
+	}
 }
 
 func TestSkippedBuildsAreSeenButNotReturned(t *testing.T) {
 	parent := t.TempDir()
 	old := mkBuild(t, parent, "20261130T100000-1", true)
 	mkBuild(t, parent, "20261130T100001-2", true)
-	scan := Finder{Include: []string{parent}}.Find(func(dir string) bool { return dir == old })
+	scan := Finder{Include: []string{parent}}.Find(settledWith(map[string]FileID{old: fileID(t, old)}))
 	if got := ids(scan.Finished); !reflect.DeepEqual(got, []string{"20261130T100001-2"}) {
 		t.Fatalf("got %v", got)
 	}
 	if _, ok := scan.Seen[old]; !ok || len(scan.Seen) != 2 {
 		t.Fatalf("seen %v", scan.Seen)
+	}
+}
+
+// fileID identifies the timing.json of a build directory as it is now.
+func fileID(t *testing.T, dir string) FileID {
+	t.Helper()
+	st, err := os.Stat(filepath.Join(dir, TimingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FileID{ModNs: st.ModTime().UnixNano(), Size: st.Size()}
+}
+
+// settledWith answers Find from a fixed set of settled directories.
+func settledWith(handled map[string]FileID) func(string) (FileID, bool) {
+	return func(dir string) (FileID, bool) {
+		id, ok := handled[dir]
+		return id, ok
+	}
+}
+
+func TestSettledBuildIsReturnedAgainOnlyWithAnotherTimingJSON(t *testing.T) {
+	parent := t.TempDir()
+	same := mkBuild(t, parent, "20261130T100000-1", true)
+	replaced := mkBuild(t, parent, "20261130T100001-2", true)
+	gone := mkBuild(t, parent, "20261130T100002-3", true)
+	unreadable := mkBuild(t, parent, "20261130T100003-4", true)
+	settled := settledWith(map[string]FileID{
+		same: fileID(t, same), replaced: fileID(t, replaced), gone: fileID(t, gone), unreadable: fileID(t, unreadable),
+	})
+	// Another build's timing.json renamed over the first one (spec §1.2).
+	tmp := filepath.Join(replaced, ".tmp.timing.json")
+	if err := os.WriteFile(tmp, []byte(`{"timestamp": "later"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(replaced, TimingFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(gone, TimingFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(unreadable, TimingFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(unreadable, TimingFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	scan := Finder{Include: []string{parent}}.Find(settled)
+	if got := ids(scan.Finished); !reflect.DeepEqual(got, []string{"20261130T100001-2"}) {
+		t.Fatalf("finished %v: want only the build whose timing.json was replaced", got)
+	}
+	if scan.Finished[0].FileID() != fileID(t, replaced) {
+		t.Fatalf("the replaced build carries %+v, want the new file's %+v", scan.Finished[0].FileID(), fileID(t, replaced))
+	}
+	if len(scan.Running) != 0 || len(scan.Problems) != 0 || len(scan.Seen) != 4 {
+		t.Fatalf("settled builds without a readable timing.json must only be seen: %+v", scan)
 	}
 }
 

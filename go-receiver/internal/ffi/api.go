@@ -54,14 +54,21 @@ type Summary struct {
 	DroppedAttributes uint64
 }
 
-// Result is one build as pdata. Traces/Metrics are empty when not produced.
-type Result struct {
+// Output is what every core call returns besides its own counts: each
+// signal as pdata (Has* false and the value empty when not produced) and
+// what the core had to say about its input.
+type Output struct {
 	Traces     ptrace.Traces
 	HasTraces  bool
 	Metrics    pmetric.Metrics
 	HasMetrics bool
-	Summary    Summary
 	Warnings   []string
+}
+
+// Result is one build as pdata.
+type Result struct {
+	Output
+	Summary Summary
 }
 
 // Code mirrors CtErrorCode.

@@ -1,33 +1,33 @@
 package ffi
 
-import (
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-)
-
-// CASKind is a CAS store kind (CT_CAS_KIND_*).
+// CASKind is a CAS store kind, a CT_CAS_KIND_* value of the core's header.
 type CASKind uint32
 
-const (
-	CASObj CASKind = 0
-	CASPch CASKind = 1
-	CASPcm CASKind = 2
-	CASExe CASKind = 3
-)
+// casKindName pairs a configuration name with its kind. The one table of
+// them, casKinds, lives beside the cgo binding, where its values are the
+// header's own constants.
+type casKindName struct {
+	name string
+	kind CASKind
+}
 
-// ParseCASKind maps "obj", "pch", "pcm", "exe" to a kind.
+// ParseCASKind maps a configured kind name ("obj", …) to its kind.
 func ParseCASKind(s string) (CASKind, bool) {
-	switch s {
-	case "obj":
-		return CASObj, true
-	case "pch":
-		return CASPch, true
-	case "pcm":
-		return CASPcm, true
-	case "exe":
-		return CASExe, true
+	for _, k := range casKinds {
+		if k.name == s {
+			return k.kind, true
+		}
 	}
 	return 0, false
+}
+
+// CASKindNames lists the valid kind names in the core's order.
+func CASKindNames() []string {
+	names := make([]string, len(casKinds))
+	for i, k := range casKinds {
+		names[i] = k.name
+	}
+	return names
 }
 
 // CASCell is one store cell to scan.
@@ -52,12 +52,8 @@ type CASRequest struct {
 
 // CASResult is one scan as pdata.
 type CASResult struct {
-	Metrics      pmetric.Metrics
-	HasMetrics   bool
-	Traces       ptrace.Traces
-	HasTraces    bool
+	Output
 	CellsScanned uint32
 	Points       uint64
 	Anomalies    uint64
-	Warnings     []string
 }

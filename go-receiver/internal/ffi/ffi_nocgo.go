@@ -13,6 +13,10 @@ func CheckABI() error { return ErrCgoRequired }
 // Process always fails without cgo.
 func Process(context.Context, Request) (Result, error) { return Result{}, ErrCgoRequired }
 
+// casKinds is empty without cgo: no store can be scanned, so a
+// configuration naming one is refused (Start would fail anyway).
+var casKinds []casKindName
+
 // CASCache is unavailable without cgo.
 type CASCache struct{}
 

@@ -108,3 +108,25 @@ func TestCancelStopsAParseInFlight(t *testing.T) {
 	}
 	t.Logf("full run %s, cancelled after %s", full, took)
 }
+
+func TestCASKindNamesParseToDistinctKinds(t *testing.T) {
+	seen := map[CASKind]string{}
+	for _, name := range CASKindNames() {
+		kind, ok := ParseCASKind(name)
+		if !ok {
+			t.Fatalf("listed kind %q does not parse", name)
+		}
+		if other, dup := seen[kind]; dup {
+			t.Fatalf("kinds %q and %q share the value %d", other, name, kind)
+		}
+		seen[kind] = name
+	}
+	if len(seen) != len(casKinds) {
+		t.Fatalf("%d names for %d kinds", len(seen), len(casKinds))
+	}
+	for _, bad := range []string{"", "OBJ", "lib", "obj "} {
+		if _, ok := ParseCASKind(bad); ok {
+			t.Errorf("%q parsed as a kind", bad)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package compiletoolsreceiver
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.uber.org/zap"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/gitsha"
+)
+
+// checkpointTimeout bounds a checkpoint write that happens while shutting
+// down, so a build consumed just before Shutdown is still recorded.
+const checkpointTimeout = 5 * time.Second
+
+// buildLedger owns a build's life from discovery to checkpoint. While a
+// build is open it remembers, in memory, what was delivered, the retry
+// schedule, the git HEAD and which warnings were given; settling writes the
+// checkpoint and lets go of everything else held for the build (that
+// memory, its captured files, its file watch). After a restart a
+// half-delivered build is sent again whole, which deterministic IDs make an
+// exact duplicate.
+type buildLedger struct {
+	store     *checkpoint.Store
+	capturer  *capture.Capturer // nil: capture disabled
+	live      *liveCapture      // nil: no file watches
+	retry     configretry.BackOffConfig
+	gitCommit GitCommitConfig
+	logger    *zap.Logger
+	now       func() time.Time
+
+	mu   sync.Mutex
+	open map[string]*openBuild // by invocation directory
+	// pathProblems are the problems of the last discovery pass that belong
+	// to no build (a glob, a diagnostics parent), already logged.
+	pathProblems map[string]bool
+}
+
+// openBuild is what the ledger knows of a build it has not settled.
+type openBuild struct {
+	delivered    ffi.Signals // signals every consumer of which accepted the build
+	attempts     int         // failed delivery attempts so far
+	firstFailure time.Time   // start of the retry budget (max_elapsed_time)
+	nextAttempt  time.Time   // retry backoff
+	gitSHA       string      // HEAD read when the build was first seen, if in time
+	gitChecked   bool
+	warned       buildProblem // problems already logged: warn once, not every poll
+}
+
+// buildProblem is a kind of problem an open build can have.
+type buildProblem uint8
+
+const (
+	problemUnreadable buildProblem = 1 << iota // its timing.json cannot be examined
+	problemCapture                             // its transient files cannot be captured
+)
+
+func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, live *liveCapture, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {
+	return &buildLedger{
+		store:        store,
+		capturer:     capturer,
+		live:         live,
+		retry:        cfg.RetryOnFailure,
+		gitCommit:    cfg.GitCommit,
+		logger:       logger,
+		now:          now,
+		open:         map[string]*openBuild{},
+		pathProblems: map[string]bool{},
+	}
+}
+
+// update runs f on the open build of dir, opening it if needed.
+func (l *buildLedger) update(dir string, f func(*openBuild)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.open[dir]
+	if !ok {
+		b = &openBuild{}
+		l.open[dir] = b
+	}
+	f(b)
+}
+
+// snapshot returns a copy of the open build of dir (zero if not open).
+func (l *buildLedger) snapshot(dir string) openBuild {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.open[dir]; ok {
+		return *b
+	}
+	return openBuild{}
+}
+
+// hasCheckpoints reports whether any build was ever settled (start_at
+// applies only without).
+func (l *buildLedger) hasCheckpoints() bool { return l.store.Len() > 0 }
+
+// settledFile returns the timing.json a directory was settled with (in any
+// state), for discovery to tell a replaced file from the one handled.
+func (l *buildLedger) settledFile(dir string) (discovery.FileID, bool) {
+	rec, ok := l.store.Get(dir)
+	return discovery.FileID{ModNs: rec.TimingModNs, Size: rec.TimingSize}, ok
+}
+
+// warnOnce reports whether an open build's problem of this kind is new,
+// to be logged once and not every poll.
+func (l *buildLedger) warnOnce(dir string, kind buildProblem) bool {
+	first := false
+	l.update(dir, func(b *openBuild) {
+		first = b.warned&kind == 0
+		b.warned |= kind
+	})
+	return first
+}
+
+// unwarned returns the problems of a discovery pass not logged yet. A
+// build's problem is remembered until the build settles or vanishes; any
+// other for as long as each pass reports it.
+func (l *buildLedger) unwarned(problems []discovery.Problem) []discovery.Problem {
+	var fresh []discovery.Problem
+	current := map[string]bool{}
+	for _, p := range problems {
+		if p.Dir != "" {
+			if l.warnOnce(p.Dir, problemUnreadable) {
+				fresh = append(fresh, p)
+			}
+			continue
+		}
+		current[p.Path] = true
+		l.mu.Lock()
+		known := l.pathProblems[p.Path]
+		l.mu.Unlock()
+		if !known {
+			fresh = append(fresh, p)
+		}
+	}
+	l.mu.Lock()
+	l.pathProblems = current
+	l.mu.Unlock()
+	return fresh
+}
+
+// noteGitSHA reads the source tree's HEAD once per build, and only while
+// the build ended recently enough for HEAD to still be its commit.
+func (l *buildLedger) noteGitSHA(b discovery.Build, now time.Time) {
+	if !l.gitCommit.Enabled {
+		return
+	}
+	l.update(b.Dir, func(p *openBuild) {
+		if p.gitChecked {
+			return
+		}
+		p.gitChecked = true
+		if now.Sub(b.ModTime) > l.gitCommit.MaxLag {
+			return
+		}
+		if sha, err := gitsha.Head(b.Dir); err == nil {
+			p.gitSHA = sha
+		}
+	})
+}
+
+// due reports whether a build's retry backoff, if any, has passed.
+func (l *buildLedger) due(dir string, now time.Time) bool {
+	return !now.Before(l.snapshot(dir).nextAttempt)
+}
+
+// retryLater books the next attempt of a build after a retryable error,
+// with exponential backoff; false means the build must be given up.
+func (l *buildLedger) retryLater(dir string, delivered ffi.Signals) bool {
+	rc := l.retry
+	if !rc.Enabled {
+		return false
+	}
+	now := l.now()
+	ok := true
+	l.update(dir, func(p *openBuild) {
+		p.delivered = delivered
+		if p.attempts == 0 {
+			p.firstFailure = now
+		}
+		p.attempts++
+		if rc.MaxElapsedTime > 0 && now.Sub(p.firstFailure) > rc.MaxElapsedTime {
+			ok = false
+			return
+		}
+		p.nextAttempt = now.Add(backoff(rc, p.attempts))
+	})
+	return ok
+}
+
+// backoff is the delay before attempt n+1 after n failures.
+func backoff(rc configretry.BackOffConfig, n int) time.Duration {
+	d := float64(rc.InitialInterval) * math.Pow(max(rc.Multiplier, 1), float64(n-1))
+	if rc.MaxInterval > 0 {
+		d = math.Min(d, float64(rc.MaxInterval))
+	}
+	if f := rc.RandomizationFactor; f > 0 {
+		d *= 1 - f + 2*f*rand.Float64()
+	}
+	return time.Duration(d)
+}
+
+// settle checkpoints a build and releases what was held for it; the write
+// survives a shutdown in progress.
+func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state checkpoint.State, signals ffi.Signals) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+	defer cancel()
+	id := b.FileID()
+	rec := checkpoint.Record{State: state, Signals: uint32(signals), TimingModNs: id.ModNs, TimingSize: id.Size, At: l.now().UnixNano()}
+	if err := l.store.Put(wctx, b.Dir, rec); err != nil {
+		l.logger.Error("cannot write checkpoint; the build may be sent again after a restart", zap.String("path", b.Dir), zap.Error(err))
+	}
+	l.mu.Lock()
+	delete(l.open, b.Dir)
+	l.mu.Unlock()
+	if l.live != nil {
+		l.live.forgetBuild(b.Dir)
+	}
+	if l.capturer != nil {
+		_ = l.capturer.Release(b.Dir)
+	}
+}
+
+// forgetVanished drops what is kept of builds whose directory no longer
+// exists: checkpoints and open builds alike.
+func (l *buildLedger) forgetVanished(ctx context.Context, seen map[string]struct{}) {
+	for _, dir := range l.store.Dirs() {
+		if !vanished(dir, seen) {
+			continue
+		}
+		if err := l.store.Forget(ctx, dir); err != nil {
+			l.logger.Warn("cannot forget checkpoint of a removed build", zap.String("path", dir), zap.Error(err))
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for dir := range l.open {
+		if vanished(dir, seen) {
+			delete(l.open, dir)
+		}
+	}
+}
+
+// vanished reports whether a build directory is gone. One that is no longer
+// matched (config change, excluded) but still present is kept.
+func vanished(dir string, seen map[string]struct{}) bool {
+	if _, ok := seen[dir]; ok {
+		return false
+	}
+	_, err := os.Lstat(dir)
+	return os.IsNotExist(err)
+}
+
+// close releases the checkpoint store.
+func (l *buildLedger) close(ctx context.Context) error { return l.store.Close(ctx) }

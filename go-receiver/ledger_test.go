@@ -1,0 +1,163 @@
+package compiletoolsreceiver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
+)
+
+// pollableReceiver sets up a receiver whose polls the test runs itself, one
+// at a time, instead of a background loop.
+func pollableReceiver(t *testing.T, cfg *Config, sink *consumertest.TracesSink) (*compiletoolsReceiver, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.WarnLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	r := newReceiver(cfg, set, nil)
+	if err := r.setTracesConsumer(sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.setUp(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.live != nil {
+			_ = r.live.w.Close()
+		}
+		r.telemetry.shutdown()
+		_ = r.ledger.close(context.Background())
+	})
+	return r, logs
+}
+
+// ledgerHeld counts what the ledger keeps in memory besides checkpoints.
+func ledgerHeld(l *buildLedger) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.open) + len(l.pathProblems)
+}
+
+// Builds that fail (an unreadable timing.json, transient files that cannot
+// be captured) are remembered only while they exist and are not settled;
+// other paths that fail only while they keep failing.
+func TestLedgerForgetsFailingBuildsOnceSettledOrRemoved(t *testing.T) {
+	const n = 5
+	parent, loops := t.TempDir(), t.TempDir()
+	// Matches of the second glob that cannot be examined belong to no build.
+	cfg := testConfig(parent, filepath.Join(loops, "*"))
+	cfg.Capture.Directory = filepath.Join(t.TempDir(), "capture")
+	sink := new(consumertest.TracesSink)
+	r, logs := pollableReceiver(t, cfg, sink)
+	// Captures fail from now on: their directory is a file.
+	if err := os.RemoveAll(cfg.Capture.Directory); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Capture.Directory, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var unreadable, running []string
+	for i := 0; i < n; i++ {
+		dir := filepath.Join(parent, fmt.Sprintf("20261130T%06d-%d", 100000+i, 10+i))
+		// A timing.json that is a directory cannot be read, by root either.
+		if err := os.MkdirAll(filepath.Join(dir, "timing.json"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		unreadable = append(unreadable, dir)
+		dir = filepath.Join(parent, fmt.Sprintf("20261130T%06d-%d", 200000+i, 20+i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ccache.statslog"), []byte("# a.cpp\ncache_miss\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, dir)
+		loop := filepath.Join(loops, fmt.Sprintf("diagnostics-%d", i))
+		if err := os.Symlink(loop, loop); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx := context.Background()
+	r.poll(ctx)
+	r.poll(ctx)
+	if got := logs.FilterMessage("cannot examine path; skipping it").Len(); got != 2*n {
+		t.Fatalf("want one warning per unreadable build and per looping match, got %d", got)
+	}
+	if got := logs.FilterMessage("cannot capture transient build files").Len(); got != n {
+		t.Fatalf("want one warning per build whose files cannot be captured, got %d", got)
+	}
+	if ledgerHeld(r.ledger) == 0 {
+		t.Fatal("the ledger remembers nothing of the failing builds; the test cannot show it forgets them")
+	}
+
+	// The unreadable builds and the loops are removed; the running builds
+	// finish and settle.
+	if err := os.RemoveAll(loops); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range unreadable {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timing := caseTiming(t)
+	for _, dir := range running {
+		if err := os.Remove(filepath.Join(dir, "ccache.statslog")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "timing.json"), timing, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.poll(ctx)
+	if got := len(sink.AllTraces()); got != n {
+		t.Fatalf("want the %d finished builds delivered, got %d", n, got)
+	}
+	if held := ledgerHeld(r.ledger); held != 0 {
+		r.ledger.mu.Lock()
+		defer r.ledger.mu.Unlock()
+		t.Fatalf("the ledger still holds %d entries after every failing build settled or vanished: open %v, path problems %v",
+			held, r.ledger.open, r.ledger.pathProblems)
+	}
+}
+
+// A CAS pool that cannot be listed is warned about once while it fails;
+// once it lists again it is forgotten, so failing anew warns anew.
+func TestCASPoolProblemIsForgottenWhenThePoolIsBack(t *testing.T) {
+	pool := filepath.Join(t.TempDir(), "cas-objdir")
+	cfg := testConfig(t.TempDir())
+	cfg.CAS.Pools = []CASStore{{Kind: "obj", Path: pool}}
+	r, logs := pollableReceiver(t, cfg, new(consumertest.TracesSink))
+	warnings := func() int { return logs.FilterMessage("cannot list CAS pool").Len() }
+
+	r.casGroups()
+	r.casGroups()
+	if got := warnings(); got != 1 {
+		t.Fatalf("want one warning for the missing pool, got %d", got)
+	}
+	if err := os.MkdirAll(filepath.Join(pool, "gcc.debug"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if groups := r.casGroups(); len(groups) != 1 {
+		t.Fatalf("want the pool's one variant, got %v", groups)
+	}
+	if err := os.RemoveAll(pool); err != nil {
+		t.Fatal(err)
+	}
+	r.casGroups()
+	if got := warnings(); got != 2 {
+		t.Fatalf("want a new warning when the pool fails again after it was back, got %d warnings in all", got)
+	}
+}
