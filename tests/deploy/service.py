@@ -54,11 +54,14 @@ class ServiceCollector(collector_mod.Collector):
 
     With `user`, it runs as that user with its group list (what systemd's
     User= does through initgroups). `env` replaces the environment. The
-    process gets its own process group, and stop/kill signal the group, so
-    a wrapper (buildah run) and the collector inside stop together.
+    process gets its own process group. stop() sends SIGTERM to the
+    collector itself — with `wrapped`, to the otelcol-compiletools process
+    below the wrapper, because `buildah run` answers a SIGTERM of its own by
+    killing its child — and kill() or an overdue stop SIGKILL both.
     """
 
-    def __init__(self, argv, workdir, health_port, env=None, user=None, config_path=None):
+    def __init__(self, argv, workdir, health_port, env=None, user=None, config_path=None,
+                 wrapped=False):
         # Not Collector.__init__: that writes the e2e harness's own config.
         self.argv = [str(a) for a in argv]
         self.binary = Path(self.argv[0])
@@ -68,6 +71,7 @@ class ServiceCollector(collector_mod.Collector):
         self.config_path = config_path or "(from the command line)"
         self.env = env
         self.user = user
+        self.wrapped = wrapped
         self.stdout_path = self.workdir / "collector.stdout"
         self.stderr_path = self.workdir / "collector.stderr"
         self.proc = None
@@ -91,29 +95,59 @@ class ServiceCollector(collector_mod.Collector):
             raise
         return self
 
-    def _signal_group(self, sig):
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+    def collector_pid(self):
+        """The collector's pid: ours, or the wrapper's descendant whose
+        executable is otelcol-compiletools (None if there is none)."""
+        if not self.wrapped:
+            return self.proc.pid
+        children = {}
+        for stat_file in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat_file.read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(stat_file.parent.name))
+        todo = list(children.get(self.proc.pid, []))
+        while todo:
+            pid = todo.pop()
+            try:
+                if os.readlink(f"/proc/{pid}/exe").endswith("/otelcol-compiletools"):
+                    return pid
+            except OSError:
+                pass
+            todo += children.get(pid, [])
+        return None
+
+    def _kill_all(self):
+        """SIGKILL the collector (it may have left the wrapper's process
+        group) and the process group."""
+        pid = self.collector_pid()
+        for kill, target in ((os.kill, pid), (os.killpg, self.proc.pid)):
+            if target is not None:
+                try:
+                    kill(target, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def stop(self, grace=20.0):
         if self.proc is None:
             return None
         if self.proc.poll() is None:
             self.terminated = True
-            self._signal_group(signal.SIGTERM)
+            pid = self.collector_pid()
+            if pid is not None:
+                os.kill(pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:
                 self.killed = True
-                self._signal_group(signal.SIGKILL)
+                self._kill_all()
                 self.proc.wait(timeout=10)
         return self.proc.returncode
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
-            self._signal_group(signal.SIGKILL)
+            self._kill_all()
             self.proc.wait(timeout=10)
 
     def describe(self, lines=40):
