@@ -161,7 +161,8 @@ bench-cas:
 #   make image        the container image, built with buildah (no daemon, no registry)
 #   make test-deploy  installs/purges the .deb here, runs the image, checks the
 #                     Kubernetes manifests (as root; part of `make test`)
-#   make bench-crash-queue  kill -9 mid-backlog with each exporter queue (not in `make test`)
+#   make bench-crash-queue    kill -9 mid-backlog with each exporter queue (not in `make test`)
+#   make bench-packaged-idle  RSS/CPU of the packaged config with 10k watched builds (not in `make test`)
 NFPM_VERSION  := v2.45.2
 NFPM          := $(TOOLS_DIR)/nfpm
 DIST_DIR      := $(BUILD_DIR)/dist
@@ -169,7 +170,7 @@ DIST_VERSION  := $(shell sed -n 's/^  version: *//p' ocb-manifest.yaml)
 IMAGE         ?= localhost/otelcol-compiletools:$(DIST_VERSION)
 DEPLOY_REPORT := $(BUILD_DIR)/deploy/report.txt
 
-.PHONY: dist image deps-deploy venv-deploy test-deploy bench-crash-queue
+.PHONY: dist image deps-deploy venv-deploy test-deploy bench-crash-queue bench-packaged-idle
 
 $(NFPM):
 	mkdir -p $(TOOLS_DIR)
@@ -207,4 +208,7 @@ test: test-deploy
 
 bench-crash-queue: collector venv-deploy
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/crash_queue_bench.py
+
+bench-packaged-idle: collector venv-deploy
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/packaged_idle_bench.py
 # --- end deployment ---

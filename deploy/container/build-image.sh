@@ -45,9 +45,10 @@ base_image="localhost/otelcol-compiletools-base:$suite"
 base_sum="$(sha256sum "$base_tar" | cut -d' ' -f1)"
 have="$("${buildah[@]}" inspect --type image --format '{{index .ImageAnnotations "org.compiletools-otel.rootfs-sha256"}}' \
          "$base_image" 2>/dev/null || true)"
+old_base=""
 if [[ "$have" != "$base_sum" ]]; then
   echo "build-image: committing $base_image"
-  "${buildah[@]}" rmi "$base_image" >/dev/null 2>&1 || true
+  old_base="$("${buildah[@]}" inspect --type image --format '{{.FromImageID}}' "$base_image" 2>/dev/null || true)"
   ctr="$("${buildah[@]}" from scratch)"
   "${buildah[@]}" add "$ctr" "$base_tar" / >/dev/null
   "${buildah[@]}" config --annotation "org.compiletools-otel.rootfs-sha256=$base_sum" \
@@ -68,9 +69,12 @@ previous="$("${buildah[@]}" inspect --type image --format '{{.FromImageID}}' "$t
   --target prebuilt --build-arg "RUNTIME_BASE=$base_image" \
   -f "$here/Dockerfile" -t "$tag" "$ctx"
 rm -rf "$ctx"
-# vfs keeps every layer as a full copy: drop the image this tag replaced.
+# vfs keeps every layer as a full copy: drop the images this run replaced
+# (the old image first, it may still use the old base).
 current="$("${buildah[@]}" inspect --type image --format '{{.FromImageID}}' "$tag")"
-if [[ -n "$previous" && "$previous" != "$current" ]]; then
-  "${buildah[@]}" rmi "$previous" >/dev/null 2>&1 || true
-fi
+for replaced in "$previous" "$old_base"; do
+  if [[ -n "$replaced" && "$replaced" != "$current" ]]; then
+    "${buildah[@]}" rmi "$replaced" >/dev/null 2>&1 || true
+  fi
+done
 echo "build-image: $tag"
