@@ -2,9 +2,11 @@
 # Writes a minimal Debian root file system as a tarball, for the image's
 # base (build-image.sh):
 #
-#   deploy/container/make-rootfs.sh OUT.tar [SUITE]     # as root; SUITE default bookworm
+#   deploy/container/make-rootfs.sh OUT.tar [SUITE] [PACKAGES]   # as root
 #
-# debootstrap --variant=minbase plus ca-certificates (OTLP over HTTPS),
+# SUITE defaults to bookworm, PACKAGES (comma-separated, added to minbase) to
+# ca-certificates (OTLP over HTTPS); tests/deploy adds systemd for a booted
+# test machine. debootstrap --variant=minbase plus PACKAGES,
 # fetched from the apt source this machine already uses (debian-mirror.sh),
 # then trimmed like debian:*-slim. build-image.sh caches the tarball and
 # rebuilds it when this file changes.
@@ -13,13 +15,14 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$1"
 suite="${2:-bookworm}"
+packages="${3:-ca-certificates}"
 rootfs="$out.rootfs"
 log="$out.debootstrap.log"
 
 rm -rf "$rootfs"
 mirror="$("$here/debian-mirror.sh" "$suite")"
 echo "make-rootfs: debootstrap $suite (minbase) from the apt source $mirror"
-debootstrap --variant=minbase --include=ca-certificates "$suite" "$rootfs" "$mirror" >"$log" 2>&1 \
+debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" >"$log" 2>&1 \
   || { tail -20 "$log" >&2; exit 1; }
 # What debian:*-slim drops: package lists and caches, manuals, docs
 # (copyright files stay), translations, logs.

@@ -5,6 +5,7 @@
 #
 # buildah (daemonless image builds), debootstrap (the image's Debian root),
 # rpm (reading the .rpm), systemd (systemd-analyze verify of the unit),
+# systemd-container (systemd-nspawn: the .deb under a booted systemd),
 # binutils (objdump: the glibc versions the binary needs), passwd and
 # util-linux (the package's install scripts). `apt-get update` runs only when
 # something is missing. nfpm itself is a Go tool the Makefile installs.
@@ -12,7 +13,7 @@ set -euo pipefail
 
 declare -A pkg_of=(
   [buildah]=buildah [debootstrap]=debootstrap [rpm]=rpm
-  [systemd-analyze]=systemd [objdump]=binutils [useradd]=passwd [setpriv]=util-linux
+  [systemd-analyze]=systemd [systemd-nspawn]=systemd-container [objdump]=binutils [useradd]=passwd [setpriv]=util-linux
 )
 missing=()
 for cmd in "${!pkg_of[@]}"; do
@@ -24,5 +25,5 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
-  echo "deploy install-deps: buildah, debootstrap, rpm, systemd-analyze, objdump present"
+  echo "deploy install-deps: buildah, debootstrap, rpm, systemd-analyze, systemd-nspawn, objdump present"
 fi
