@@ -2,11 +2,13 @@
 //!
 //! Data flows one way: files on disk → a typed model of the build
 //! ([`timing`], plus the side files [`statslog`] and [`outcomes`]) → OTLP
-//! protobuf bytes ([`otlp`]). [`pipeline`] ties the steps together for one
+//! protobuf bytes ([`otlp`]), with build [`analytics`] computed from the
+//! model on the way. [`pipeline`] ties the steps together for one
 //! invocation directory; [`ffi`] exposes that single call to the Go receiver
 //! through a C ABI that never lets a panic escape. [`pytext`] holds the
 //! Python text rules compiletools' own parsers follow.
 
+pub mod analytics;
 pub mod cancel;
 pub mod cas;
 pub mod error;

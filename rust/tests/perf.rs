@@ -91,7 +91,10 @@ fn large_build_to_otlp() {
 /// in the order `process_build` uses them (the output reuses the text's
 /// buffer once the model is decoded).
 fn stages(dir: &std::path::Path) {
-    use compiletools_core::otlp::{build_resource, encode_trace_request_into, root_attributes, TraceInput};
+    use compiletools_core::analytics;
+    use compiletools_core::otlp::{
+        analytics_root_attributes, build_resource, encode_trace_request_into, root_attributes, TraceInput,
+    };
     use compiletools_core::timing::{self, aggregates, Clock};
     use compiletools_core::warnings::Warnings;
     use compiletools_core::Limits;
@@ -109,13 +112,19 @@ fn stages(dir: &std::path::Path) {
     let clock = Clock::for_build(&build).unwrap();
     let agg = aggregates::compute(&build, None);
     let req = BuildRequest::new(dir, "perf-host");
+    let t_analytics = Instant::now();
+    let analytics = analytics::analyze(&build, &clock);
+    let mut root = root_attributes(&agg, 4096);
+    root.extend(analytics_root_attributes(&analytics, 4096));
+    let t_analytics = t_analytics.elapsed();
     let input = TraceInput {
         build: &build,
         clock: &clock,
         trace_id: [1; 16],
         resource: build_resource(&req, &build, INVOCATION_ID, &mut w),
-        root_attributes: root_attributes(&agg, 4096),
+        root_attributes: root,
         max_attribute_len: 4096,
+        analytics: Some(&analytics),
     };
     let (bytes, _) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);
     let t_encode = t.elapsed();
@@ -125,10 +134,11 @@ fn stages(dir: &std::path::Path) {
     let t_drop = t.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "stages: read+repair {:.1} ms, decode {:.1} ms, spans+encode {:.1} ms, free {:.1} ms",
+        "stages: read+repair {:.1} ms, decode {:.1} ms, spans+encode {:.1} ms (analytics {:.1} ms), free {:.1} ms",
         ms(t_load),
         ms(t_decode),
         ms(t_encode),
+        ms(t_analytics),
         ms(t_drop)
     );
 }
