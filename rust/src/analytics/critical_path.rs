@@ -18,8 +18,7 @@
 //!   ends, and the path is a chain in time: every rule ends no later than
 //!   its successor starts plus the tolerance.
 
-use super::order::interval;
-use super::Interval;
+use super::order::EndKey;
 
 /// Clock resolution of the rule times of a backend, ns (spec §2.4): ninja
 /// logs whole milliseconds; shake and make measure microseconds, which is
@@ -40,50 +39,47 @@ pub struct CriticalPath {
     pub length_ns: i64,
 }
 
-/// Walks back from the rule that finished last; `by_end` is the
-/// [`super::order::by_end`] order of `rules`.
-pub fn estimate(rules: &[Interval], by_end: &[u32], tolerance_ns: i64) -> CriticalPath {
+/// Walks back from the rule that finished last through the rules in
+/// [`super::order::by_end`] order.
+pub fn estimate(by_end: &[EndKey], tolerance_ns: i64) -> CriticalPath {
     let Some(&last) = by_end.last() else {
         return CriticalPath {
             rules: Vec::new(),
             length_ns: 0,
         };
     };
-    let mut path = vec![last];
-    let mut current = interval(rules, last);
+    let mut path = vec![last.rule()];
+    let mut current = last;
     loop {
-        let bound = current.start.saturating_add(tolerance_ns);
-        let ended = by_end.partition_point(|&i| interval(rules, i).end <= bound);
+        let start = current.start();
+        let bound = start.saturating_add(tolerance_ns);
+        let ended = by_end.partition_point(|k| k.end <= bound);
         // Read backwards: the latest end first, and among equal ends the
-        // longest rule (see `by_end`). Rules that ended within the
+        // longest rule (see `EndKey`). Rules that ended within the
         // tolerance but did not start earlier are skipped.
-        let previous = by_end[..ended]
-            .iter()
-            .rev()
-            .copied()
-            .find(|&i| interval(rules, i).start < current.start);
-        let Some(previous) = previous else { break };
-        path.push(previous);
-        current = interval(rules, previous);
+        let previous = by_end[..ended].iter().rev().find(|k| k.start() < start);
+        let Some(&previous) = previous else { break };
+        path.push(previous.rule());
+        current = previous;
     }
     path.reverse();
-    let length_ns = interval(rules, last).end - current.start;
     CriticalPath {
         rules: path,
-        length_ns,
+        length_ns: last.end - current.start(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::order::by_end;
+    use super::super::Interval;
     use super::*;
 
     const MS: i64 = 1_000_000;
 
     fn walk(rules: &[(i64, i64)], tolerance_ns: i64) -> CriticalPath {
         let rules: Vec<Interval> = rules.iter().map(|&(s, e)| Interval::new(s, e)).collect();
-        estimate(&rules, &by_end(&rules), tolerance_ns)
+        estimate(&by_end(&rules), tolerance_ns)
     }
 
     #[test]

@@ -131,8 +131,9 @@ impl BuildAnalytics {
 /// Computes the analytics of `build`; `clock` decides which rules are
 /// anchored, as for the trace.
 pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
-    let mut ids = Vec::new();
-    let mut rules = Vec::new();
+    // Nearly every event of a large build is a rule.
+    let mut ids = Vec::with_capacity(build.event_count());
+    let mut rules = Vec::with_capacity(build.event_count());
     build.for_each_phase_rule(&mut |rule| {
         // u32 indices: the decoder's tables already fit in u32.
         if clock.is_anchored(&rule) && u32::try_from(rules.len()).is_ok() {
@@ -145,10 +146,11 @@ pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
     }
     let by_start = order::by_start(&rules);
     let by_end = order::by_end(&rules);
-    let swept = sweep::sweep(&rules, &by_start, &by_end);
+    let swept = sweep::sweep(&by_start, &by_end);
     drop(by_start);
     let tolerance = critical_path::clock_resolution_ns(&build.backend);
-    let path = critical_path::estimate(&rules, &by_end, tolerance);
+    let path = critical_path::estimate(&by_end, tolerance);
+    drop(by_end);
 
     let mut rule_of_slot = vec![NOT_COUNTED; build.event_count()];
     for (i, id) in ids.iter().enumerate() {

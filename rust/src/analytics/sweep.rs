@@ -15,8 +15,7 @@
 //! after the rules ending at its time (see [`super::order::by_end`]): it
 //! counts towards the most rules running at once, and is charged nothing.
 
-use super::order::interval;
-use super::Interval;
+use super::order::{EndKey, StartKey};
 
 const NS_PER_S: f64 = 1e9;
 
@@ -31,12 +30,13 @@ pub struct Sweep {
     pub weighted_s: Vec<f64>,
 }
 
-/// Sweeps `rules`, given their indices in [`super::order::by_start`] and
-/// [`super::order::by_end`] order.
-pub fn sweep(rules: &[Interval], by_start: &[u32], by_end: &[u32]) -> Sweep {
-    let mut weighted_s = vec![0.0; rules.len()];
+/// Sweeps the rules of a build, given in [`super::order::by_start`] and
+/// [`super::order::by_end`] order (the same rules in both).
+pub fn sweep(by_start: &[StartKey], by_end: &[EndKey]) -> Sweep {
+    let n = by_start.len();
+    let mut weighted_s = vec![0.0; n];
     // W at each rule's start; its weighted time is W(end) minus this.
-    let mut w_at_start = vec![0.0; rules.len()];
+    let mut w_at_start = vec![0.0; n];
     let mut w = 0.0f64;
     let mut running = 0u64;
     let mut max_parallel = 0u64;
@@ -47,8 +47,7 @@ pub fn sweep(rules: &[Interval], by_start: &[u32], by_end: &[u32]) -> Sweep {
         // The next event: an end goes first when it is earlier, or at the
         // same instant unless it ends a zero-length rule (half-open
         // intervals; instants after the rules ending with them).
-        let next_start = starts.peek().map(|&&i| interval(rules, i));
-        let next_end = ends.peek().map(|&&i| interval(rules, i));
+        let (next_start, next_end) = (starts.peek().copied(), ends.peek().copied());
         let take_end = match (next_start, next_end) {
             (None, None) => break,
             (None, Some(_)) => true,
@@ -69,19 +68,18 @@ pub fn sweep(rules: &[Interval], by_start: &[u32], by_end: &[u32]) -> Sweep {
         }
         now = Some(t);
         if take_end {
-            if let Some(&i) = ends.next() {
+            if let Some(e) = ends.next() {
                 running = running.saturating_sub(1);
-                if let (Some(out), Some(at_start)) =
-                    (weighted_s.get_mut(i as usize), w_at_start.get(i as usize))
-                {
+                let i = e.rule() as usize;
+                if let (Some(out), Some(at_start)) = (weighted_s.get_mut(i), w_at_start.get(i)) {
                     // Never negative: W only grows (rounding aside).
                     *out = (w - at_start).max(0.0);
                 }
             }
-        } else if let Some(&i) = starts.next() {
+        } else if let Some(s) = starts.next() {
             running += 1;
             max_parallel = max_parallel.max(running);
-            if let Some(at_start) = w_at_start.get_mut(i as usize) {
+            if let Some(at_start) = w_at_start.get_mut(s.rule as usize) {
                 *at_start = w;
             }
         }
@@ -96,11 +94,12 @@ pub fn sweep(rules: &[Interval], by_start: &[u32], by_end: &[u32]) -> Sweep {
 #[cfg(test)]
 mod tests {
     use super::super::order::{by_end, by_start};
+    use super::super::Interval;
     use super::*;
 
     fn run(rules: &[(i64, i64)]) -> Sweep {
         let rules: Vec<Interval> = rules.iter().map(|&(s, e)| Interval::new(s, e)).collect();
-        sweep(&rules, &by_start(&rules), &by_end(&rules))
+        sweep(&by_start(&rules), &by_end(&rules))
     }
 
     const S: i64 = 1_000_000_000;
