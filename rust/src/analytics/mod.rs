@@ -131,40 +131,48 @@ impl BuildAnalytics {
 /// Computes the analytics of `build`; `clock` decides which rules are
 /// anchored, as for the trace.
 pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
+    let mut rule_of_slot = vec![NOT_COUNTED; build.event_count()];
     // Nearly every event of a large build is a rule.
     let mut ids = Vec::with_capacity(build.event_count());
     let mut rules = Vec::with_capacity(build.event_count());
+    let mut total_ns = 0i128;
     build.for_each_phase_rule(&mut |rule| {
         // u32 indices: the decoder's tables already fit in u32.
-        if clock.is_anchored(&rule) && u32::try_from(rules.len()).is_ok() {
-            ids.push(rule.id());
-            rules.push(Interval::of(&rule));
+        let Ok(index) = u32::try_from(rules.len()) else {
+            return;
+        };
+        if !clock.is_anchored(&rule) {
+            return;
         }
+        let interval = Interval::of(&rule);
+        if let Some(slot) = rule_of_slot.get_mut(rule.id().slot()) {
+            *slot = index;
+        }
+        total_ns += i128::from(interval.duration_ns());
+        ids.push(rule.id());
+        rules.push(interval);
     });
     if rules.is_empty() {
         return BuildAnalytics::default();
     }
+    // The orders carry the times: the rule table is no longer needed, and
+    // freeing it keeps the peak memory of a large build down.
     let by_start = order::by_start(&rules);
     let by_end = order::by_end(&rules);
+    let count = rules.len();
+    drop(rules);
     let swept = sweep::sweep(&by_start, &by_end);
     drop(by_start);
     let tolerance = critical_path::clock_resolution_ns(&build.backend);
     let path = critical_path::estimate(&by_end, tolerance);
     drop(by_end);
 
-    let mut rule_of_slot = vec![NOT_COUNTED; build.event_count()];
-    for (i, id) in ids.iter().enumerate() {
-        if let (Some(slot), Ok(i)) = (rule_of_slot.get_mut(id.slot()), u32::try_from(i)) {
-            *slot = i;
-        }
-    }
-    let mut on_critical_path = vec![false; rules.len()];
+    let mut on_critical_path = vec![false; count];
     for &i in &path.rules {
         if let Some(on) = on_critical_path.get_mut(i as usize) {
             *on = true;
         }
     }
-    let total_ns: i128 = rules.iter().map(|r| i128::from(r.duration_ns())).sum();
     let summary = BuildSummary {
         parallelism_avg: build_execution_ns(build)
             .filter(|&wall| wall > 0)
@@ -264,8 +272,8 @@ mod tests {
         // 2 + 2 + 1 s of rules over the 4 s of build_execution.
         assert_eq!(s.parallelism_avg, Some(1.25));
         assert_eq!(s.parallelism_max, 2);
-        // top 101–102 → parent 102–104 (ends after sub starts) … the walk
-        // from sub (ends last) goes to top, the latest end before 103.
+        // sub (103–105) ended last; the latest end at or before its start
+        // is top's (102: parent ends at 104), and nothing ended before 101.
         assert_eq!(s.critical_path_s, 4.0);
         assert_eq!(
             s.top_weighted_rules,
