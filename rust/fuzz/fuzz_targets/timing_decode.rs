@@ -1,6 +1,6 @@
 //! Raw bytes as a timing.json, through the same steps as `process_build`'s
 //! trace path but without the file system: lenient text repair, decode,
-//! clock, aggregates, resource, streamed encoding. Checks that the streamed
+//! clock, aggregates, build analytics, resource, streamed encoding. Checks that the streamed
 //! bytes equal the prost encoding of `build_trace_request` (as documented in
 //! `otlp::trace`) and that they decode into a well-formed trace.
 
