@@ -65,7 +65,7 @@ pub fn estimate(by_end: &[EndKey], tolerance_ns: i64) -> CriticalPath {
     path.reverse();
     CriticalPath {
         rules: path,
-        length_ns: last.end - current.start(),
+        length_ns: last.end.saturating_sub(current.start()),
     }
 }
 

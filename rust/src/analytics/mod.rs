@@ -58,7 +58,7 @@ impl Interval {
     }
 
     pub fn duration_ns(self) -> i64 {
-        self.end - self.start
+        self.end.saturating_sub(self.start)
     }
 
     /// Zero length: the rule took less than the clock's resolution.
@@ -279,6 +279,37 @@ mod tests {
             s.top_weighted_rules,
             ["compile.d/parent.cpp", "compile.d/sub.cpp", "compile.d/top.cpp"]
         );
+    }
+
+    #[test]
+    fn times_at_the_top_of_the_ns_range() {
+        // Monotonic times near i64::MAX ns, a window of 230 days (the clock
+        // refuses builds starting before 2000, which bounds every difference
+        // of anchored times far below i64): nothing overflows. The file's
+        // f64 seconds are only good to ~2 µs at this magnitude.
+        let (lo, hi) = (9.2e9, 9.2e9 + 2.0e7);
+        let build = parse_for_test(
+            &json!({
+                "timestamp": "2026-11-30T03:43:45+00:00", "start_s": lo, "total_elapsed_s": hi - lo,
+                "phases": [{"name": "build_execution", "start_s": lo, "end_s": hi, "rules": [
+                    rule("early.cpp", lo, lo + 1.0),
+                    rule("late.cpp", hi - 1.0, hi),
+                    rule("all.cpp", lo, hi),
+                ]}],
+            })
+            .to_string(),
+        );
+        let a = analyze(&build, &Clock::for_build(&build).unwrap());
+        let s = a.summary().unwrap();
+        assert_eq!(s.parallelism_max, 2);
+        assert!((s.critical_path_s - (hi - lo)).abs() < 1e-5);
+        let weights = build
+            .rule_ids()
+            .into_iter()
+            .map(|id| a.rule(id).unwrap().weighted_s);
+        for (got, want) in weights.zip([0.5, 0.5, hi - lo - 1.0]) {
+            assert!((got - want).abs() < 1e-5, "{got} != {want}");
+        }
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub fn sweep(by_start: &[StartKey], by_end: &[EndKey]) -> Sweep {
         };
         if let Some(before) = now.filter(|&before| t > before) {
             if running > 0 {
-                let dt = t - before;
+                let dt = t.saturating_sub(before);
                 busy_ns = busy_ns.saturating_add(dt);
                 w += dt as f64 / NS_PER_S / running as f64;
             }
