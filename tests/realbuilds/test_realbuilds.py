@@ -160,6 +160,11 @@ def _root_aggregate(sig, msg):
     return bool(root) and _set_attr(root, "ct.build.recompiled_count", lambda v: v.__setattr__("int_value", v.int_value + 1))
 
 
+def _analytics(sig, msg):
+    s = sig == "traces" and _first_compile(msg)
+    return bool(s) and _set_attr(s, "ct.rule.weighted_s", lambda v: v.__setattr__("double_value", v.double_value + 1.0))
+
+
 def _metric_value(sig, msg):
     if sig != "metrics":
         return False
@@ -175,6 +180,7 @@ def _metric_value(sig, msg):
 MUTATIONS = {
     "times": _shift_time, "attributes": _retype_attr, "spans": _drop_span, "structure": _reparent,
     "resource": _resource, "root-aggregates": _root_aggregate, "metrics": _metric_value,
+    "analytics": _analytics,
 }
 
 
