@@ -95,8 +95,8 @@ INTENDED_DIFFERENCES = (
     # event; ct-cake always leaves `other` (spec §2.6).
     ("per_tu_cache_layer", "DESIGN §2 per-TU ccache attribution",
      "ct.rule.cache_layer and ct.ccache.outcome on compile rules",
-     "where the reference says `other`, ours must carry exactly what the statslog "
-     "(captured by the harness) says for that source; elsewhere equal"),
+     "where the reference says `other`, ours must carry exactly what the last statslog "
+     "block (captured by the harness) for that source says; elsewhere equal"),
     # DESIGN.md §2 "ccache metrics": resource as the trace, with
     # ct.invocation_id = the trace id in hex. Each side uses its own trace id.
     ("metrics_invocation_id_is_trace_id", "DESIGN §2 ccache metrics",
@@ -555,22 +555,28 @@ def _check_root(rep, o, r):
 
 
 def _check_per_tu(rep, what, o, r, blocks):
-    """per_tu_cache_layer: the statslog decides ccache / compiled / other."""
+    """per_tu_cache_layer: the statslog decides ccache / compiled / other.
+
+    Several blocks for one source (an explicit statslog spanning builds, a TU
+    compiled twice): the last block decides, as in the receiver
+    (rust/src/statslog/attribution.rs); a last block without an outcome
+    leaves `other` even when an earlier block had one.
+    """
     intended("per_tu_cache_layer")
     source = plain(o.attrs.get("ct.source"))
     candidates = blocks.get(source, []) if source else []
-    primaries = {p for p in candidates if p}
+    last = candidates[-1] if candidates else None
     layer = plain(o.attrs.get("ct.rule.cache_layer"))
     outcome = plain(o.attrs.get("ct.ccache.outcome"))
-    if not primaries:
+    if last is None:
         if layer != "other" or outcome is not None:
-            rep.bad("per-tu", f"{what}: no statslog block with an outcome for {source!r}, "
+            why = "the last statslog block has no outcome" if candidates else "no statslog block"
+            rep.bad("per-tu", f"{what}: {why} for {source!r}, "
                     f"but ours says cache_layer={layer!r} outcome={outcome!r} (expected 'other', no outcome)")
         return
-    ok = outcome in primaries and layer == LAYER_OF_PRIMARY.get(outcome)
-    if not ok:
-        want = " or ".join(f"cache_layer={LAYER_OF_PRIMARY[p]!r} outcome={p!r}" for p in sorted(primaries))
-        rep.bad("per-tu", f"{what}: ours cache_layer={layer!r} outcome={outcome!r}, statslog says {want}")
+    if outcome != last or layer != LAYER_OF_PRIMARY[last]:
+        rep.bad("per-tu", f"{what}: ours cache_layer={layer!r} outcome={outcome!r}, the last statslog block "
+                f"of {len(candidates)} says cache_layer={LAYER_OF_PRIMARY[last]!r} outcome={last!r}")
     for k in ("ct.rule.cache_layer", "ct.ccache.outcome"):
         t = o.attrs.get(k)
         if t is not None and t[0] != "string":

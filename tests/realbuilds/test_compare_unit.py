@@ -43,3 +43,34 @@ def test_every_intended_difference_is_documented_once():
     ids = [d[0] for d in compare.INTENDED_DIFFERENCES]
     assert len(ids) == len(set(ids))
     assert all(len(d) == 4 and all(d) for d in compare.INTENDED_DIFFERENCES)
+
+
+def _per_tu_problems(blocks, layer, outcome, source="/w/src/a.cpp"):
+    attrs = {"ct.rule_type": ("string", "compile"), "ct.source": ("string", source)}
+    if layer is not None:
+        attrs["ct.rule.cache_layer"] = ("string", layer)
+    if outcome is not None:
+        attrs["ct.ccache.outcome"] = ("string", outcome)
+    span = compare.SpanRec(None, None, None, attrs, None, None)
+    rep = compare.Report("unit")
+    compare._check_per_tu(rep, "compile.a.cpp", span, span, blocks)
+    return rep.problems
+
+
+def test_per_tu_attribution_must_be_the_last_block_of_the_source():
+    # a TU compiled twice (or an explicit statslog spanning builds): the
+    # last block decides, an earlier block's outcome is wrong
+    blocks = {"/w/src/a.cpp": ["cache_miss", "direct_cache_hit"]}
+    assert _per_tu_problems(blocks, "ccache", "direct_cache_hit") == []
+    assert _per_tu_problems(blocks, "compiled", "cache_miss")
+    assert _per_tu_problems(blocks, "compiled", "direct_cache_hit")  # layer of another outcome
+    assert _per_tu_problems(blocks, "other", None)
+
+
+def test_per_tu_last_block_without_outcome_leaves_other():
+    blocks = {"/w/src/a.cpp": ["direct_cache_hit", None]}
+    assert _per_tu_problems(blocks, "other", None) == []
+    assert _per_tu_problems(blocks, "ccache", "direct_cache_hit")
+    # no block at all: other too
+    assert _per_tu_problems({}, "other", None) == []
+    assert _per_tu_problems({}, "compiled", "cache_miss")
