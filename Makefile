@@ -97,8 +97,17 @@ lint-go: rust $(STATICCHECK)
 	cd go-receiver && go vet ./... && CGO_ENABLED=0 go vet ./...
 	cd go-receiver && $(abspath $(STATICCHECK)) ./...
 
+# ct-cache-report from the venv of tests/realbuilds/install-deps.sh, for the
+# CAS differential tests (rust/tests/cas_differential.rs). They skip when it
+# is missing, except under CI=true, where they fail: so CI installs it first.
+CT_VENV         ?= $(BUILD_DIR)/ct-venv
+CT_CACHE_REPORT ?= $(abspath $(CT_VENV))/bin/ct-cache-report
+ifneq ($(filter true TRUE True,$(CI)),)
+test-rust: deps-realbuilds
+endif
+
 test-rust:
-	cargo test --locked --workspace
+	CT_CACHE_REPORT=$(if $(wildcard $(CT_CACHE_REPORT)),$(CT_CACHE_REPORT)) cargo test --locked --workspace
 
 test-go: rust
 	cd go-receiver && go vet ./... && go test -race -count=1 ./...

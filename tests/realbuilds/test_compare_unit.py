@@ -1,5 +1,7 @@
 """compare.py's own building blocks (no build, no collector needed)."""
 
+import pytest
+
 import compare
 
 
@@ -129,3 +131,69 @@ def test_analytics_checker_accepts_the_worked_example_and_rejects_changes():
 
     for change in (heavier, off_path, on_phase, more_at_once, not_trailing, no_average):
         assert _analytics_problems(change), f"{change.__name__} went unnoticed"
+
+
+def _per_tu_problems(blocks, layer, outcome, source="/w/src/a.cpp"):
+    attrs = {"ct.rule_type": ("string", "compile"), "ct.source": ("string", source)}
+    if layer is not None:
+        attrs["ct.rule.cache_layer"] = ("string", layer)
+    if outcome is not None:
+        attrs["ct.ccache.outcome"] = ("string", outcome)
+    span = compare.SpanRec(None, None, None, attrs, None, None)
+    rep = compare.Report("unit")
+    compare._check_per_tu(rep, "compile.a.cpp", span, span, blocks)
+    return rep.problems
+
+
+def test_per_tu_attribution_must_be_the_last_block_of_the_source():
+    # a TU compiled twice (or an explicit statslog spanning builds): the
+    # last block decides, an earlier block's outcome is wrong
+    blocks = {"/w/src/a.cpp": ["cache_miss", "direct_cache_hit"]}
+    assert _per_tu_problems(blocks, "ccache", "direct_cache_hit") == []
+    assert _per_tu_problems(blocks, "compiled", "cache_miss")
+    assert _per_tu_problems(blocks, "compiled", "direct_cache_hit")  # layer of another outcome
+    assert _per_tu_problems(blocks, "other", None)
+
+
+def test_per_tu_last_block_without_outcome_leaves_other():
+    blocks = {"/w/src/a.cpp": ["direct_cache_hit", None]}
+    assert _per_tu_problems(blocks, "other", None) == []
+    assert _per_tu_problems(blocks, "ccache", "direct_cache_hit")
+    # no block at all: other too
+    assert _per_tu_problems({}, "other", None) == []
+    assert _per_tu_problems({}, "compiled", "cache_miss")
+
+
+class _Span:
+    def __init__(self, start, end, name=compare.ROOT, parent=b""):
+        self.name, self.parent_span_id = name, parent
+        self.start_time_unix_nano, self.end_time_unix_nano = start, end
+
+
+def _rec(span):
+    return compare.SpanRec(None, None, span, {}, (span.name, None), None)
+
+
+def test_timestamps_parse_to_exact_unix_ns():
+    assert compare.iso_ns("2026-11-30T03:43:45.418084+00:00") == 1796010225418084000
+    assert compare.iso_ns("2026-11-30T04:43:45.418084+01:00") == 1796010225418084000
+    with pytest.raises(ValueError):
+        compare.iso_ns("2026-11-30T03:43:45")
+
+
+def test_our_root_must_end_at_the_timestamp():
+    end = compare.iso_ns("2026-11-30T03:43:45.418084+00:00")
+    timing = {"timestamp": "2026-11-30T03:43:45.418084+00:00"}
+    for shift, bad in ((0, False), (900, False), (1_500, True), (-10**9, True)):
+        rep = compare.Report("unit")
+        compare._check_end_anchor(rep, [_rec(_Span(end - 10**9, end + shift))], timing)
+        assert bool(rep.problems) == bad, (shift, rep.problems)
+
+
+def test_stamping_delay_is_bounded_and_late_only():
+    for delay, bad in ((6_000, False), (900_000, False), (-1_000, False), (-6_000, True),
+                       (compare.STAMPING_DELAY_MAX_NS + 1, True)):
+        rep = compare.Report("unit")
+        pair = (_rec(_Span(10**9 + delay, 2 * 10**9 + delay)), _rec(_Span(10**9, 2 * 10**9)))
+        assert compare._stamping_delay(rep, [pair]) == delay
+        assert bool(rep.problems) == bad, (delay, rep.problems)
