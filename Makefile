@@ -21,8 +21,8 @@ MDATAGEN      := $(TOOLS_DIR)/mdatagen
 # staticcheck 2026.2.x analyses Go 1.26 code and builds with Go 1.26.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK   := $(TOOLS_DIR)/staticcheck
-RUST_LIB      := target/release/libcompiletools_core.a
-FFI_LIB_DIR   := go-receiver/internal/ffi/lib/$(GOOS)_$(GOARCH)
+# Platforms whose prebuilt library the Go module ships (GOARCH, linux).
+RELEASE_LIB_ARCHS := amd64 arm64
 COLLECTOR     := $(BUILD_DIR)/otelcol-compiletools/otelcol-compiletools
 VENV          := .venv
 PYTHON        := $(VENV)/bin/python
@@ -30,15 +30,26 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust release-lib check-release-lib header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
-## rust: the Rust core as a static library, placed where the cgo binding links it
+## rust: the Rust core as this platform's static library, placed where the
+## cgo binding links it: the committed prebuilt library, made by the same
+## reproducible recipe as release-lib. After a Rust change `git status` shows
+## it changed; commit it with the source (check-release-lib fails otherwise).
 rust:
-	cargo build --release --locked -p compiletools-core
-	mkdir -p $(FFI_LIB_DIR)
-	cp $(RUST_LIB) $(FFI_LIB_DIR)/
+	deploy/release-lib/build.sh $(GOARCH)
+
+## release-lib: the prebuilt static libraries of every shipped platform
+## (go-receiver/internal/ffi/lib/linux_<arch>/), reproducible and stripped
+release-lib:
+	deploy/release-lib/build.sh $(RELEASE_LIB_ARCHS)
+
+## check-release-lib: the committed libraries are what the Rust source builds
+## (rebuilds them; fails when one differs from the git index)
+check-release-lib:
+	deploy/release-lib/check.sh $(RELEASE_LIB_ARCHS)
 
 ## header: regenerate the committed C header after changing rust/src/ffi
 header:
@@ -82,7 +93,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal
+test: check-release-lib lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
@@ -137,7 +148,7 @@ bench-receiver: collector venv
 
 clean:
 	cargo clean
-	rm -rf $(BUILD_DIR) $(FFI_LIB_DIR)
+	rm -rf $(BUILD_DIR)
 
 # --- benchmarks and fuzzing (rust) ---
 # None of these run in `make test`. See rust/bench/README.md.
@@ -241,3 +252,26 @@ bench-crash-queue: collector venv-deploy
 bench-packaged-idle: collector venv-deploy
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/packaged_idle_bench.py
 # --- end deployment ---
+
+# --- another distribution importing the receiver (deploy/contrib-distribution/) ---
+#   make test-contrib-dist  builds an ocb distribution that takes the receiver by
+#                           `gomod:` from the committed module files (prebuilt
+#                           library, no Rust) next to contrib's filelog and
+#                           hostmetrics receivers, and runs a corpus build through it
+CONTRIB_DIR       := $(BUILD_DIR)/contrib-distribution
+CONTRIB_COLLECTOR := $(CONTRIB_DIR)/otelcol/otelcol-contrib-compiletools
+
+.PHONY: contrib-dist test-contrib-dist
+
+## contrib-dist: the module as committed (git archive HEAD), never the work tree
+## or a Rust build, so the test proves that the committed library suffices
+contrib-dist: $(OCB)
+	rm -rf $(CONTRIB_DIR)/module && mkdir -p $(CONTRIB_DIR)/module
+	git archive --format=tar HEAD go-receiver | tar -x -C $(CONTRIB_DIR)/module
+	$(OCB) --config deploy/contrib-distribution/ocb-manifest.yaml
+
+test-contrib-dist: contrib-dist venv
+	OTELCOL_BIN=$(abspath $(CONTRIB_COLLECTOR)) $(PYTHON) -m pytest -q tests/contrib-dist
+
+test: test-contrib-dist
+# --- end another distribution ---
