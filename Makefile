@@ -30,7 +30,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust release-lib check-release-lib header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -50,6 +50,15 @@ release-lib:
 ## (rebuilds them; fails when one differs from the git index)
 check-release-lib:
 	deploy/release-lib/check.sh $(RELEASE_LIB_ARCHS)
+
+## test-release-lib-arm64: the cgo binding's tests linked against the arm64
+## library (cross gcc) and run under qemu-user, so the shipped arm64 library
+## is linked and called, not only built (deps: apt, as root)
+ARM64_SYSROOT := /usr/aarch64-linux-gnu
+test-release-lib-arm64:
+	deploy/release-lib/install-cross-deps.sh
+	cd go-receiver && CC=aarch64-linux-gnu-gcc GOARCH=arm64 go test -count=1 \
+	  -exec "qemu-aarch64 -L $(ARM64_SYSROOT)" ./internal/ffi
 
 ## header: regenerate the committed C header after changing rust/src/ffi
 header:
@@ -93,7 +102,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: check-release-lib lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal
+test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
