@@ -15,9 +15,9 @@
 #     builds of cargo test/bench (no rebuild ping-pong);
 #   - stripped with the llvm-strip of the Rust toolchain's llvm-tools
 #     component (pinned with rustc, handles every target): debug info, and
-#     the LLVM bitcode rustc embeds for its own LTO (.llvmbc, .llvmcmd: two
-#     thirds of the archive, unused by the C and Go linkers, and misread by
-#     the LLVM plugins of other versions that binutils loads). Symbols stay:
+#     the LLVM bitcode rustc embeds for its own LTO (.llvmbc, .llvmcmd: half
+#     of the archive, unused by the C and Go linkers, and misread by the
+#     LLVM plugins of other versions that binutils loads). Symbols stay:
 #     cgo links against them. Its archive writer is deterministic (no
 #     dates, owners or modes);
 #   - lib/TOOLCHAIN records rustc and llvm-strip, so a check against a
@@ -41,6 +41,11 @@ triple_of() {
 }
 
 host=$(rustc -vV | sed -n 's/^host: //p')
+recorded=$(sed -n 's/^rustc //p' "$lib_root/TOOLCHAIN" 2>/dev/null || true)
+if [ -n "$recorded" ] && [ "rustc $recorded" != "$(rustc -V)" ]; then
+  echo "release-lib: WARNING: the committed libraries were built by rustc $recorded, this is $(rustc -V);" \
+    "the libraries built now work but differ in bytes: do not commit them." >&2
+fi
 llvm_strip="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-strip"
 if [ ! -x "$llvm_strip" ]; then
   rustup component add llvm-tools
