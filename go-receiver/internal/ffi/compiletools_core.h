@@ -10,12 +10,6 @@
 #include <stdlib.h>
 
 /**
- * Bumped on every incompatible change of the types or functions below; the
- * Go side refuses a library whose version differs from its header's.
- */
-#define CT_ABI_VERSION 3
-
-/**
  * Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
  */
 #define CT_SIGNAL_TRACES 1
@@ -299,11 +293,6 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The ABI version this library implements (`CT_ABI_VERSION`).
- */
-uint32_t ct_abi_version(void);
-
-/**
  * A new, unset cancel token; free it with `ct_cancel_free`.
  */
 CtCancel *ct_cancel_new(void);
@@ -342,6 +331,12 @@ int32_t ct_process_build(const CtBuildRequest *req, const CtCancel *cancel, CtBu
  * `res` must be null or point to a result filled by `ct_process_build`.
  */
 void ct_build_result_free(CtBuildResult *res);
+
+/**
+ * The SHA-256 of the C header this library was generated with: 64
+ * lower-case hex digits, NUL-terminated, in static memory (never freed).
+ */
+const char *ct_header_sha256(void);
 
 /**
  * A new, empty scan cache; free it with `ct_cas_cache_free`.

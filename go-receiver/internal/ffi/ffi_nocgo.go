@@ -4,8 +4,8 @@ package ffi
 
 import "context"
 
-// ABIVersion reports 0: there is no core without cgo.
-func ABIVersion() uint32 { return 0 }
+// LibraryHeaderSHA256 reports "": there is no core without cgo.
+func LibraryHeaderSHA256() string { return "" }
 
 // CheckABI always fails without cgo.
 func CheckABI() error { return ErrCgoRequired }
