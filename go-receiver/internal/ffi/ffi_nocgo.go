@@ -26,6 +26,12 @@ func NewCASCache() (*CASCache, error) { return nil, ErrCgoRequired }
 // Close does nothing.
 func (c *CASCache) Close() {}
 
+// Retain does nothing.
+func (c *CASCache) Retain([]string) int { return 0 }
+
+// Footprint is always zero without cgo.
+func (c *CASCache) Footprint() CASCacheFootprint { return CASCacheFootprint{} }
+
 // ScanCAS always fails without cgo.
 func ScanCAS(context.Context, CASRequest, *CASCache) (CASResult, error) {
 	return CASResult{}, ErrCgoRequired

@@ -17,7 +17,7 @@ mod guard;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
-pub use cas::{CtCasCache, CtCasCell, CtCasRequest, CtCasResult};
+pub use cas::{CtCasCache, CtCasCacheFootprint, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
 
 use crate::cancel::CancelToken;
