@@ -154,7 +154,7 @@ func ScanCAS(ctx context.Context, req CASRequest, cache *CASCache) (CASResult, e
 		var out C.CtCasResult
 		defer C.ct_cas_result_free(&out)
 		code := C.ct_scan_cas(&creq, s.token, cachePtr, &out)
-		output, err := decodeOutput(code, out.error_message, out.warnings, out.traces, out.metrics)
+		output, err := decodeOutput(Code(code), bufferBytes(out.error_message), bufferBytes(out.warnings), bufferBytes(out.traces), bufferBytes(out.metrics))
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)
 		code := C.ct_process_build(&creq, s.token, &out)
-		output, err := decodeOutput(code, out.error_message, out.warnings, out.traces, out.metrics)
+		output, err := decodeOutput(Code(code), bufferBytes(out.error_message), bufferBytes(out.warnings), bufferBytes(out.traces), bufferBytes(out.metrics))
 		if err != nil {
 			return err
 		}
