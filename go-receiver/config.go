@@ -78,6 +78,9 @@ type LimitsConfig struct {
 	MaxEvents          int64 `mapstructure:"max_events"`
 	MaxDepth           int   `mapstructure:"max_depth"`
 	MaxAttributeLength int   `mapstructure:"max_attribute_length"`
+	// MaxParseBytesInFlight bounds the input bytes (timing.json plus side
+	// files) of the builds parsed at once; see parseBudget.
+	MaxParseBytesInFlight int64 `mapstructure:"max_parse_bytes_in_flight"`
 
 	_ struct{}
 }
@@ -155,6 +158,10 @@ const (
 	maxMaxAttributeLength = 16 << 20
 	// A scan is bound by the disk and the kernel; more threads only queue.
 	maxCASThreads = 256
+	// The core reads a file whole and peaks at about twice its size, with
+	// the pdata of its output on top: beyond this, one build could take
+	// gigabytes outside the memory_limiter's sight.
+	maxMaxFileSize = 1 << 30
 )
 
 func createDefaultConfig() *Config {
@@ -215,6 +222,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxFileSize < 0 || c.Limits.MaxEvents < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxAttributeLength < 0 {
 		add("limits: values must not be negative (0 keeps the default)")
+	}
+	if c.Limits.MaxFileSize > maxMaxFileSize {
+		add("limits.max_file_size: at most %d (1 GiB), got %d", maxMaxFileSize, c.Limits.MaxFileSize)
+	}
+	if c.Limits.MaxParseBytesInFlight < 0 {
+		add("limits.max_parse_bytes_in_flight: must not be negative (0 keeps the default), got %d", c.Limits.MaxParseBytesInFlight)
 	}
 	if c.Limits.MaxDepth > maxMaxDepth {
 		add("limits.max_depth: at most %d, got %d", maxMaxDepth, c.Limits.MaxDepth)
