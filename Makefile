@@ -97,8 +97,17 @@ lint-go: rust $(STATICCHECK)
 	cd go-receiver && go vet ./... && CGO_ENABLED=0 go vet ./...
 	cd go-receiver && $(abspath $(STATICCHECK)) ./...
 
+# ct-cache-report from the venv of tests/realbuilds/install-deps.sh, for the
+# CAS differential tests (rust/tests/cas_differential.rs). They skip when it
+# is missing, except under CI=true, where they fail: so CI installs it first.
+CT_VENV         ?= $(BUILD_DIR)/ct-venv
+CT_CACHE_REPORT ?= $(abspath $(CT_VENV))/bin/ct-cache-report
+ifneq ($(filter true TRUE True,$(CI)),)
+test-rust: deps-realbuilds
+endif
+
 test-rust:
-	cargo test --locked --workspace
+	CT_CACHE_REPORT=$(if $(wildcard $(CT_CACHE_REPORT)),$(CT_CACHE_REPORT)) cargo test --locked --workspace
 
 test-go: rust
 	cd go-receiver && go vet ./... && go test -race -count=1 ./...
@@ -162,7 +171,7 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) rust/fuzz/run.sh $(FUZZ_TARGETS)
 
 prop-long:
-	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test prop_timing --test prop_side_files
+	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test prop_timing --test prop_side_files --test prop_analytics
 # --- end benchmarks and fuzzing ---
 
 # --- cas benchmark ---
@@ -175,3 +184,60 @@ prop-long:
 bench-cas:
 	python3 rust/bench/cas_bench.py
 # --- end cas benchmark ---
+
+# --- deployment: packages, image, Kubernetes (deploy/) ---
+#   make dist         .deb and .rpm of the collector (nfpm) in _build/dist/
+#   make image        the container image, built with buildah (no daemon, no registry)
+#   make test-deploy  installs/purges the .deb here, runs the image, checks the
+#                     Kubernetes manifests (as root; part of `make test`)
+#   make bench-crash-queue    kill -9 mid-backlog with each exporter queue (not in `make test`)
+#   make bench-packaged-idle  RSS/CPU of the packaged config with 10k watched builds (not in `make test`)
+NFPM_VERSION  := v2.45.2
+NFPM          := $(TOOLS_DIR)/nfpm
+DIST_DIR      := $(BUILD_DIR)/dist
+DIST_VERSION  := $(shell sed -n 's/^  version: *//p' ocb-manifest.yaml)
+IMAGE         ?= localhost/otelcol-compiletools:$(DIST_VERSION)
+DEPLOY_REPORT := $(BUILD_DIR)/deploy/report.txt
+
+.PHONY: dist image deps-deploy venv-deploy test-deploy bench-crash-queue bench-packaged-idle
+
+$(NFPM):
+	mkdir -p $(TOOLS_DIR)
+	GOBIN=$(abspath $(TOOLS_DIR)) go install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+
+dist: collector $(NFPM)
+	mkdir -p $(DIST_DIR)
+	rm -f $(DIST_DIR)/otelcol-compiletools*.deb $(DIST_DIR)/otelcol-compiletools*.rpm
+	for fmt in deb rpm; do \
+	  CT_VERSION=$(DIST_VERSION) CT_ARCH=$(GOARCH) $(NFPM) package -f deploy/packages/nfpm.yaml -p $$fmt -t $(DIST_DIR)/ || exit 1; \
+	done
+	ls -l $(DIST_DIR)
+
+## deps-deploy: buildah, debootstrap, rpm, systemd-analyze, objdump (apt, as root)
+deps-deploy:
+	tests/deploy/install-deps.sh
+
+image: collector deps-deploy
+	deploy/container/build-image.sh $(IMAGE)
+	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(IMAGE)
+
+$(VENV)/.installed-deploy: $(VENV)/.installed tests/deploy/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/deploy/requirements.txt
+	touch $@
+
+venv-deploy: $(VENV)/.installed-deploy
+
+test-deploy: dist image venv-deploy
+	rm -f $(DEPLOY_REPORT)
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) CT_DIST_DIR=$(abspath $(DIST_DIR)) CT_IMAGE=$(IMAGE) \
+	  CT_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) $(PYTHON) -m pytest -q tests/deploy
+	@echo "== deployment measurements ($(DEPLOY_REPORT))" && cat $(DEPLOY_REPORT)
+
+test: test-deploy
+
+bench-crash-queue: collector venv-deploy
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/crash_queue_bench.py
+
+bench-packaged-idle: collector venv-deploy
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/packaged_idle_bench.py
+# --- end deployment ---

@@ -146,6 +146,7 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		}
 		r.hostName = h
 	}
+	warnUnstableHostName(r.logger, r.cfg.HostName, r.hostName, containerDetector)
 	store, err := r.openStore(ctx, host)
 	if err != nil {
 		return err

@@ -148,7 +148,22 @@ fn overcount_clamps_recompiled_and_warns() {
         str_attr(root, "ct.build.aggregate_warning"),
         Some("ccache_overcount")
     );
-    assert_eq!(keys(&root.attributes).last(), Some(&"ct.build.aggregate_warning"));
+    // The warning closes compiletools' keys; only the analytics follow.
+    let root_keys = keys(&root.attributes);
+    let rate = root_keys
+        .iter()
+        .position(|k| *k == "ct.build.compile_avoided_rate")
+        .unwrap();
+    assert_eq!(
+        &root_keys[rate + 1..],
+        [
+            "ct.build.aggregate_warning",
+            "ct.build.parallelism.avg",
+            "ct.build.parallelism.max",
+            "ct.build.critical_path_s",
+            "ct.build.top_weighted_rules"
+        ]
+    );
 }
 
 #[test]
@@ -335,7 +350,9 @@ fn outcomes_merge_into_rules() {
             "cas.hit",
             "cas.bytes_reused",
             "cas.kind",
-            "ct.rule.cache_layer"
+            "ct.rule.cache_layer",
+            "ct.rule.weighted_s",
+            "ct.critical_path"
         ]
     );
     // Last record wins.

@@ -143,6 +143,63 @@ fn helper_detects_differences() {
                 s.attributes.remove("ct.ccache.outcome");
             }),
         ),
+        (
+            "rule without weighted time",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.retain(|k| k != "ct.rule.weighted_s");
+                s.attributes.remove("ct.rule.weighted_s");
+            }),
+        ),
+        (
+            "analytics key not trailing",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.retain(|k| k != "ct.rule.weighted_s");
+                s.attribute_order.insert(0, "ct.rule.weighted_s".into());
+            }),
+        ),
+        (
+            "negative weighted time",
+            Box::new(move |t| {
+                t.spans[rule]
+                    .attributes
+                    .insert("ct.rule.weighted_s".into(), Attr::Double(-1.0));
+            }),
+        ),
+        (
+            "critical path flag false",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.push("ct.critical_path".into());
+                s.attributes.insert("ct.critical_path".into(), Attr::Bool(false));
+            }),
+        ),
+        (
+            "analytics on a phase",
+            Box::new(move |t| {
+                let s = &mut t.spans[phase];
+                s.attribute_order.push("ct.rule.weighted_s".into());
+                s.attributes
+                    .insert("ct.rule.weighted_s".into(), Attr::Double(0.5));
+            }),
+        ),
+        (
+            "root without top rules",
+            Box::new(move |t| {
+                let s = &mut t.spans[root];
+                s.attribute_order.retain(|k| k != "ct.build.top_weighted_rules");
+                s.attributes.remove("ct.build.top_weighted_rules");
+            }),
+        ),
+        (
+            "root parallelism max zero",
+            Box::new(move |t| {
+                t.spans[root]
+                    .attributes
+                    .insert("ct.build.parallelism.max".into(), Attr::Int(0));
+            }),
+        ),
     ];
     for (what, mutate) in mutations {
         let mut changed = ours.clone();

@@ -6,6 +6,7 @@
 //! on one vocabulary of attributes ([`attributes`]), resources
 //! ([`resource`]) and scopes ([`scope`]).
 
+pub mod analytics;
 pub mod attributes;
 pub mod cas;
 pub mod metrics;
@@ -15,6 +16,7 @@ pub mod scope;
 pub mod snapshot;
 pub mod trace;
 
+pub use analytics::analytics_root_attributes;
 pub use cas::{
     build_cas_metrics_request, build_cas_snapshot_span_request, encode_cas_metrics_request,
     encode_cas_snapshot_span_request,

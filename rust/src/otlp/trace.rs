@@ -19,8 +19,10 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Spa
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
+use super::analytics::push_rule_attributes;
 use super::attributes::AttrBuilder;
 use super::scope::{scope, SCOPE_NAME};
+use crate::analytics::BuildAnalytics;
 use crate::ids;
 use crate::input::pages::advise_huge_pages;
 use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
@@ -55,6 +57,8 @@ pub struct TraceInput<'x> {
     pub resource: Resource,
     pub root_attributes: Vec<KeyValue>,
     pub max_attribute_len: u32,
+    /// Per-rule analytics attributes, after each rule's metadata.
+    pub analytics: Option<&'x BuildAnalytics>,
 }
 
 /// Builds the request as a prost message. Spans are in pre-order (root
@@ -213,6 +217,7 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
         ids: ids::SpanIds::new(&input.trace_id),
         clock: input.clock,
         max_attribute_len: input.max_attribute_len,
+        analytics: input.analytics,
         sink,
         stats: TraceStats::default(),
         path: Vec::new(),
@@ -246,6 +251,7 @@ struct SpanWriter<'x> {
     ids: ids::SpanIds,
     clock: &'x Clock,
     max_attribute_len: u32,
+    analytics: Option<&'x BuildAnalytics>,
     sink: &'x mut dyn FnMut(&Span),
     stats: TraceStats,
     /// Index path of the event being visited (input of its span id).
@@ -292,7 +298,8 @@ impl SpanWriter<'_> {
     }
 
     /// `ct.rule_type`, `ct.target`, `ct.source` (non-empty only), then the
-    /// metadata in file order; phases carry only their metadata.
+    /// metadata in file order, then the rule's analytics; phases carry only
+    /// their metadata.
     fn set_attributes(&mut self, event: &Event) {
         let previous = std::mem::take(&mut self.scratch.attributes);
         let spare = std::mem::take(&mut self.spare);
@@ -304,6 +311,9 @@ impl SpanWriter<'_> {
         }
         for (key, value) in event.metadata() {
             a.metadata(key, value);
+        }
+        if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
+            push_rule_attributes(&mut a, facts);
         }
         let (attributes, spare, dropped) = a.finish_recycling();
         self.scratch.attributes = attributes;
@@ -339,6 +349,7 @@ mod tests {
                 ..Default::default()
             }],
             max_attribute_len: 64,
+            analytics: None,
         }
     }
 

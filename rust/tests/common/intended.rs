@@ -29,6 +29,7 @@ pub const METRIC_TIMES: &str = "metric-timestamps";
 pub const METRICS_INVOCATION_ID: &str = "metrics-invocation-id";
 pub const SNAPSHOT_PLACEMENT: &str = "snapshot-in-build-trace";
 pub const UNCOMPARED_RESOURCE: &str = "uncompared-resource-keys";
+pub const BUILD_ANALYTICS: &str = "build-analytics-additions";
 
 pub const INTENDED_DIFFERENCES: &[Intended] = &[
     Intended {
@@ -94,6 +95,19 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
         design: "test setup",
         what: "telemetry.sdk.* (ct-cake's SDK, not ours) and git.commit.sha (the receiver reads it from \
                the source tree; the test passes none) are not compared",
+        in_corpus: true,
+    },
+    Intended {
+        id: BUILD_ANALYTICS,
+        design: "issue 15, README \"Build analytics\"",
+        what: "additions ct-cake does not compute: our root span ends with ct.build.parallelism.avg (only \
+               with a build_execution phase), ct.build.parallelism.max, ct.build.critical_path_s, \
+               ct.build.top_weighted_rules, present exactly when some rule span has analytics; each rule \
+               span not below another rule ends with ct.rule.weighted_s and, on the critical path only, \
+               ct.critical_path = true. They must be the trailing keys, in this order, with these types \
+               (double ≥ 0, int ≥ 1, double ≥ 0, 1–10 strings; double ≥ 0, bool true), and nowhere else; \
+               they are removed before the exact comparison. Their values are checked against an \
+               independent reading of our spans on every corpus case by tests/analytics.rs",
         in_corpus: true,
     },
 ];

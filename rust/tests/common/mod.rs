@@ -2,6 +2,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod analytics;
 pub mod fixture;
 pub mod intended;
 pub mod oracle;
