@@ -28,7 +28,13 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		return true
 	}
 
-	res, err := ffi.Process(ctx, r.request(b, want, open.gitSHA))
+	req := r.request(b, want, open.gitSHA)
+	release, err := r.holdBudget(ctx, b, req)
+	if err != nil {
+		return true // shutting down: the build is taken up again after a restart
+	}
+	defer release() // the pdata lives until every consumer returned
+	res, err := ffi.Process(ctx, req)
 	if err != nil {
 		code := ffi.CodeOf(err)
 		if code == ffi.CodeCancelled {

@@ -108,7 +108,19 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 	if r.consumedSignals()&want == 0 {
 		return // nobody consumes the result
 	}
-	for _, g := range r.casGroups() {
+	groups := r.casGroups()
+	// A pool variant that disappeared is not in groups and never scanned
+	// again: the core's cache must let go of it now.
+	var paths []string
+	for _, g := range groups {
+		for _, c := range g.cells {
+			paths = append(paths, c.Path)
+		}
+	}
+	if n := cache.Retain(paths); n > 0 {
+		r.logger.Debug("CAS scan cache: cells no longer scanned dropped", zap.Int("cells", n))
+	}
+	for _, g := range groups {
 		start := r.now()
 		req := ffi.CASRequest{
 			Cells:              g.cells,

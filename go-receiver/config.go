@@ -3,6 +3,8 @@ package compiletoolsreceiver
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +78,9 @@ type LimitsConfig struct {
 	MaxEvents          int64 `mapstructure:"max_events"`
 	MaxDepth           int   `mapstructure:"max_depth"`
 	MaxAttributeLength int   `mapstructure:"max_attribute_length"`
+	// MaxParseBytesInFlight bounds the input bytes (timing.json plus side
+	// files) of the builds parsed at once; see parseBudget.
+	MaxParseBytesInFlight int64 `mapstructure:"max_parse_bytes_in_flight"`
 
 	_ struct{}
 }
@@ -142,6 +147,23 @@ type CASStore struct {
 	_ struct{}
 }
 
+// Upper bounds Validate enforces. The core takes depth, attribute length
+// and thread count as 32-bit numbers: without a bound, 2^32+5 would reach it
+// as 5. Each bound is far above any real need.
+const (
+	// serde_json stops at 128 nested containers, two per event level, so
+	// no timing.json gets near this depth.
+	maxMaxDepth = 1024
+	// Larger than any attribute a gRPC hop (4 MiB per request) would carry.
+	maxMaxAttributeLength = 16 << 20
+	// A scan is bound by the disk and the kernel; more threads only queue.
+	maxCASThreads = 256
+	// The core reads a file whole and peaks at about twice its size, with
+	// the pdata of its output on top: beyond this, one build could take
+	// gigabytes outside the memory_limiter's sight.
+	maxMaxFileSize = 1 << 30
+)
+
 func createDefaultConfig() *Config {
 	retry := configretry.NewDefaultBackOffConfig()
 	// A full exporter queue is the usual retryable error: come back soon,
@@ -201,8 +223,27 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxFileSize < 0 || c.Limits.MaxEvents < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxAttributeLength < 0 {
 		add("limits: values must not be negative (0 keeps the default)")
 	}
+	if c.Limits.MaxFileSize > maxMaxFileSize {
+		add("limits.max_file_size: at most %d (1 GiB), got %d", maxMaxFileSize, c.Limits.MaxFileSize)
+	}
+	if c.Limits.MaxParseBytesInFlight < 0 {
+		add("limits.max_parse_bytes_in_flight: must not be negative (0 keeps the default), got %d", c.Limits.MaxParseBytesInFlight)
+	}
+	if c.Limits.MaxDepth > maxMaxDepth {
+		add("limits.max_depth: at most %d, got %d", maxMaxDepth, c.Limits.MaxDepth)
+	}
+	if c.Limits.MaxAttributeLength > maxMaxAttributeLength {
+		add("limits.max_attribute_length: at most %d, got %d", maxMaxAttributeLength, c.Limits.MaxAttributeLength)
+	}
 	if c.ServiceName == "" {
 		add("service_name: must not be empty")
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.ResourceAttributes)) {
+		// The core receives them as key\0value\0…: a NUL inside would
+		// shift every later pair (or fail every build on an odd count).
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(c.ResourceAttributes[k], 0) {
+			add("resource_attributes: %q: keys and values must not contain NUL bytes", k)
+		}
 	}
 	if c.GitCommit.MaxLag < 0 {
 		add("git_commit.max_lag: must not be negative, got %s", c.GitCommit.MaxLag)
@@ -233,8 +274,8 @@ func (c *Config) Validate() error {
 	if c.CAS.InitialDelay < 0 {
 		add("cas.initial_delay: must not be negative, got %s", c.CAS.InitialDelay)
 	}
-	if c.CAS.MaxThreads < 0 {
-		add("cas.max_threads: must not be negative, got %d", c.CAS.MaxThreads)
+	if c.CAS.MaxThreads < 0 || c.CAS.MaxThreads > maxCASThreads {
+		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)
 	}
 	return errors.Join(errs...)
 }

@@ -39,6 +39,7 @@ type compiletoolsReceiver struct {
 
 	// Set up in Start.
 	hostName  string
+	budget    *parseBudget
 	ledger    *buildLedger
 	capturer  *capture.Capturer
 	live      *liveCapture
@@ -173,6 +174,7 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		}
 		r.live = live
 	}
+	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}

@@ -7,22 +7,7 @@ package ffi
 */
 import "C"
 
-import (
-	"context"
-	"fmt"
-)
-
-// ABIVersion is the version the linked library reports.
-func ABIVersion() uint32 { return uint32(C.ct_abi_version()) }
-
-// CheckABI fails when the linked library and the header this package was
-// compiled with disagree (a stale .a next to a newer header, or vice versa).
-func CheckABI() error {
-	if got, want := ABIVersion(), uint32(C.CT_ABI_VERSION); got != want {
-		return fmt.Errorf("compiletools core: library ABI version %d, header expects %d: rebuild the Rust library", got, want)
-	}
-	return nil
-}
+import "context"
 
 // Process runs the core on one build. Cancelling ctx sets the core's cancel
 // token, so a long parse stops at its next check instead of pinning a thread.
@@ -56,7 +41,7 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)
 		code := C.ct_process_build(&creq, s.token, &out)
-		output, err := decodeOutput(code, out.error_message, out.warnings, out.traces, out.metrics)
+		output, err := decodeOutput(Code(code), bufferBytes(out.error_message), bufferBytes(out.warnings), bufferBytes(out.traces), bufferBytes(out.metrics))
 		if err != nil {
 			return err
 		}

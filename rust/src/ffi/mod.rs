@@ -7,7 +7,9 @@
 //! matching `*_free` function. The two calls, `ct_process_build` and
 //! `ct_scan_cas`, share one skeleton (`export`): each only decodes its C
 //! request, runs its entry point of [`crate::pipeline`] and fills its result.
+//! The library's ABI identity is the hash of that header (`abi`).
 
+mod abi;
 mod buffer;
 mod cas;
 mod export;
@@ -15,7 +17,7 @@ mod guard;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
-pub use cas::{CtCasCache, CtCasCell, CtCasRequest, CtCasResult};
+pub use cas::{CtCasCache, CtCasCacheFootprint, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
 
 use crate::cancel::CancelToken;
@@ -23,9 +25,7 @@ use crate::error::ErrorCode;
 use crate::pipeline::process_build;
 use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary};
 
-/// Bumped on every incompatible change of the types or functions below; the
-/// Go side refuses a library whose version differs from its header's.
-pub const CT_ABI_VERSION: u32 = 3;
+pub use abi::ct_header_sha256;
 
 /// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
 pub const CT_SIGNAL_TRACES: u32 = 1;
@@ -121,12 +121,6 @@ impl CallResult for CtBuildResult {
 /// Opaque cancel token shared between a Go goroutine and a running call.
 pub struct CtCancel {
     token: CancelToken,
-}
-
-/// The ABI version this library implements (`CT_ABI_VERSION`).
-#[no_mangle]
-pub extern "C" fn ct_abi_version() -> u32 {
-    CT_ABI_VERSION
 }
 
 /// A new, unset cancel token; free it with `ct_cancel_free`.
