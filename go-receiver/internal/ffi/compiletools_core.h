@@ -13,7 +13,7 @@
  * Bumped on every incompatible change of the types or functions below; the
  * Go side refuses a library whose version differs from its header's.
  */
-#define CT_ABI_VERSION 3
+#define CT_ABI_VERSION 4
 
 /**
  * Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
@@ -29,6 +29,12 @@
  * Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
  */
 #define CT_FLAG_METRICS_AS_SPANS 1
+
+/**
+ * Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
+ * run) instead of ct-cake's INTERNAL.
+ */
+#define CT_FLAG_ROOT_SPAN_SERVER 2
 
 /**
  * Flag (test hook): panic inside the call, to prove the guard holds.
@@ -166,6 +172,18 @@ typedef struct {
    */
   uint32_t flags;
   CtLimits limits;
+  /**
+   * `cicd.pipeline.name`.
+   */
+  CtByteView pipeline_name;
+  /**
+   * `vcs.ref.head.name`, `vcs.ref.head.type`, `vcs.repository.url.full`,
+   * `vcs.provider.name`.
+   */
+  CtByteView vcs_ref_head_name;
+  CtByteView vcs_ref_head_type;
+  CtByteView vcs_repository_url_full;
+  CtByteView vcs_provider_name;
 } CtBuildRequest;
 
 /**
@@ -293,6 +311,11 @@ typedef struct {
    */
   CtBuffer error_message;
 } CtCasResult;
+
+/**
+ * The resource keys of this module, in the order they are written.
+ */
+#define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
 
 #ifdef __cplusplus
 extern "C" {

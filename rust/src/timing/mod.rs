@@ -20,8 +20,8 @@ use std::path::Path;
 
 pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::Clock;
-pub use result::{build_result, BuildResult};
 pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
+pub use result::{build_result, BuildResult};
 pub use text::LenientText;
 
 use crate::error::Error;

@@ -30,7 +30,9 @@ const POSTBUILD: &str = "postbuild_scripts";
 pub enum BuildResult<'b> {
     Success,
     /// Stopped inside this phase (the last one the file records).
-    Failure { stopped_in: &'b str },
+    Failure {
+        stopped_in: &'b str,
+    },
 }
 
 /// The result of `build`, or `None` when the file does not decide it.
@@ -61,7 +63,12 @@ mod tests {
         let phases: Vec<String> = phases
             .iter()
             .enumerate()
-            .map(|(i, name)| format!(r#"{{"name": "{name}", "start_s": {s}, "end_s": {s}}}"#, s = 100 + i))
+            .map(|(i, name)| {
+                format!(
+                    r#"{{"name": "{name}", "start_s": {s}, "end_s": {s}}}"#,
+                    s = 100 + i
+                )
+            })
             .collect();
         let doc = format!(
             r#"{{"timestamp": "2026-11-30T03:43:45+00:00", "start_s": 100.0, "total_elapsed_s": 10.0, "phases": [{}]}}"#,
@@ -90,7 +97,10 @@ mod tests {
     #[test]
     fn a_build_that_stopped_early_failed_in_its_last_phase() {
         for stop in 1..5 {
-            assert_eq!(result_of(&FULL[..=stop]), Some(format!("failure in {}", FULL[stop])));
+            assert_eq!(
+                result_of(&FULL[..=stop]),
+                Some(format!("failure in {}", FULL[stop]))
+            );
         }
     }
 
