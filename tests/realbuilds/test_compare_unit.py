@@ -129,3 +129,20 @@ def test_analytics_checker_accepts_the_worked_example_and_rejects_changes():
 
     for change in (heavier, off_path, on_phase, more_at_once, not_trailing, no_average):
         assert _analytics_problems(change), f"{change.__name__} went unnoticed"
+
+
+def test_expected_result_reads_the_phases():
+    def doc(*names, root_rule=False):
+        phases = [{"name": n} for n in names]
+        if root_rule:
+            phases.append({"name": "late.o", "rule_type": "compile"})
+        return {"phases": phases}
+
+    full = ("target_discovery", "prebuild_scripts", "build_graph", "generate", "build_execution", "postbuild_scripts")
+    assert compare.expected_result(doc(*full)) == ("success", None)
+    assert compare.expected_result(doc(*full, root_rule=True)) == ("success", None)
+    assert compare.expected_result(doc(*full[:5])) == ("failure", "build_execution")
+    assert compare.expected_result(doc(*full[:2])) == ("failure", "prebuild_scripts")
+    assert compare.expected_result(doc("target_discovery", "build_graph", "generate")) is None  # clean
+    assert compare.expected_result(doc("target_discovery")) is None  # --filelist
+    assert compare.expected_result(doc()) is None
