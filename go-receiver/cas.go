@@ -3,6 +3,7 @@ package compiletoolsreceiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,6 +100,22 @@ func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
 	}
 }
 
+// scanOneGroup scans one store set within cas.timeout, if set; a scan cut
+// short by it fails like any other (counted and logged), and the next one
+// starts on schedule.
+func (r *compiletoolsReceiver) scanOneGroup(ctx context.Context, req ffi.CASRequest, cache *ffi.CASCache) (ffi.CASResult, error) {
+	if r.cfg.CAS.Timeout <= 0 {
+		return ffi.ScanCAS(ctx, req, cache)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.cfg.CAS.Timeout)
+	defer cancel()
+	res, err := ffi.ScanCAS(tctx, req, cache)
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+		err = fmt.Errorf("scan exceeded cas.timeout (%s): %w", r.cfg.CAS.Timeout, err)
+	}
+	return res, err
+}
+
 func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache) {
 	asSpans := r.cfg.MetricsAsSpans
 	want := ffi.SignalMetrics
@@ -132,11 +149,11 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 			AsSpans:            asSpans,
 			MaxThreads:         uint32(r.cfg.CAS.MaxThreads),
 		}
-		res, err := ffi.ScanCAS(ctx, req, cache)
+		res, err := r.scanOneGroup(ctx, req, cache)
 		r.telemetry.ReceiverCompiletoolsCasScanDuration.Record(ctx, r.now().Sub(start).Seconds())
 		if err != nil {
-			if ffi.CodeOf(err) == ffi.CodeCancelled {
-				return
+			if ffi.CodeOf(err) == ffi.CodeCancelled && ctx.Err() != nil {
+				return // shutting down
 			}
 			r.telemetry.ReceiverCompiletoolsCasScanErrors.Add(ctx, 1)
 			r.logger.Warn("CAS scan failed", zap.String("variant", g.variant), zap.Error(err))

@@ -15,6 +15,12 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
+// Root span kinds (`root_span_kind`).
+const (
+	RootSpanInternal = "internal"
+	RootSpanServer   = "server"
+)
+
 // Start positions for builds that exist when the receiver first starts
 // without checkpoints (filelog's vocabulary).
 const (
@@ -57,8 +63,21 @@ type Config struct {
 	HostName string `mapstructure:"host_name"`
 	// ServiceName is `service.name`.
 	ServiceName string `mapstructure:"service_name"`
-	// ResourceAttributes are added to every build's resource; built-in keys win.
+	// ResourceAttributes are added to every build's resource; built-in keys
+	// win. Deprecated spelling of Resource; after Unmarshal it holds the
+	// effective value of either key.
 	ResourceAttributes map[string]string `mapstructure:"resource_attributes"`
+	// Resource is filelog's word for ResourceAttributes.
+	Resource map[string]string `mapstructure:"resource"`
+	// ExcludeOlderThan is filelog's word for MaxAge; after Unmarshal MaxAge
+	// holds the effective value of either key.
+	ExcludeOlderThan time.Duration `mapstructure:"exclude_older_than"`
+	// PipelineName is `cicd.pipeline.name`; default: the git work tree's
+	// directory name, else the diagnostics directory holding the build.
+	PipelineName string `mapstructure:"pipeline_name"`
+	// RootSpanKind is the kind of the root span: "internal" (ct-cake's) or
+	// "server" (the CI/CD conventions' pipeline run span).
+	RootSpanKind string `mapstructure:"root_span_kind"`
 	// MetricsAsSpans emits ccache snapshots as spans instead of metrics.
 	MetricsAsSpans bool `mapstructure:"metrics_as_spans"`
 	// GitCommit controls `git.commit.sha`.
@@ -67,6 +86,12 @@ type Config struct {
 	Capture CaptureConfig `mapstructure:"capture"`
 	// CAS configures periodic scans of compiletools' CAS stores.
 	CAS CASConfig `mapstructure:"cas"`
+
+	// deprecatedKeys are the deprecated spellings the configuration used,
+	// each with its replacement, for the receiver to warn about.
+	deprecatedKeys [][2]string
+	// aliasConflicts are keys given under both spellings.
+	aliasConflicts []error
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -129,7 +154,13 @@ type CASConfig struct {
 	// scanned, as `ct-cache-report --all-variants` enumerates them.
 	Pools []CASStore `mapstructure:"pools"`
 	// ScanInterval is the time between scans; scans never overlap.
+	// Deprecated spelling of CollectionInterval; after Unmarshal it holds
+	// the effective value of either key.
 	ScanInterval time.Duration `mapstructure:"scan_interval"`
+	// CollectionInterval is the scraper word for ScanInterval.
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// Timeout bounds one store set's scan (0: no limit), as a scraper's.
+	Timeout time.Duration `mapstructure:"timeout"`
 	// InitialDelay is the time before the first scan after start.
 	InitialDelay time.Duration `mapstructure:"initial_delay"`
 	// MaxThreads bounds threads per cell scan (0: the core's default).
@@ -175,6 +206,7 @@ func createDefaultConfig() *Config {
 		PollInterval:        5 * time.Second,
 		SettleTimeout:       30 * time.Second,
 		StartAt:             StartAtEnd,
+		RootSpanKind:        RootSpanInternal,
 		MaxConcurrentBuilds: 2,
 		MaxBuildsPerPoll:    100,
 		ServiceName:         "compiletools",
@@ -245,6 +277,10 @@ func (c *Config) Validate() error {
 			add("resource_attributes: %q: keys and values must not contain NUL bytes", k)
 		}
 	}
+	if c.RootSpanKind != RootSpanInternal && c.RootSpanKind != RootSpanServer {
+		add("root_span_kind: must be %q or %q, got %q", RootSpanInternal, RootSpanServer, c.RootSpanKind)
+	}
+	errs = append(errs, c.aliasConflicts...)
 	if c.GitCommit.MaxLag < 0 {
 		add("git_commit.max_lag: must not be negative, got %s", c.GitCommit.MaxLag)
 	}
@@ -273,6 +309,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CAS.InitialDelay < 0 {
 		add("cas.initial_delay: must not be negative, got %s", c.CAS.InitialDelay)
+	}
+	if c.CAS.Timeout < 0 {
+		add("cas.timeout: must not be negative, got %s", c.CAS.Timeout)
 	}
 	if c.CAS.MaxThreads < 0 || c.CAS.MaxThreads > maxCASThreads {
 		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)

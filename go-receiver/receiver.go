@@ -147,6 +147,9 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		r.hostName = h
 	}
 	warnUnstableHostName(r.logger, r.cfg.HostName, r.hostName, containerDetector)
+	for _, k := range r.cfg.deprecatedKeys {
+		r.logger.Warn("deprecated configuration key; it still works", zap.String("key", k[0]), zap.String("use", k[1]))
+	}
 	store, err := r.openStore(ctx, host)
 	if err != nil {
 		return err

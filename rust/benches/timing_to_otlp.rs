@@ -120,6 +120,7 @@ fn encode(build: &Build, clock: &Clock, analytics: Option<&BuildAnalytics>, size
         root_attributes: root,
         max_attribute_len: 4096,
         analytics,
+        root_span_server: false,
     };
     encode_trace_request(input, size_hint, &mut Warnings::new()).0
 }

@@ -183,6 +183,7 @@ fn main() -> ExitCode {
             root_attributes: root,
             max_attribute_len: req.limits.max_attribute_len,
             analytics: Some(&analytics),
+            root_span_server: false,
         };
         // As process_build: the output reuses the text's buffer.
         let (bytes, stats) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);

@@ -125,6 +125,7 @@ fn stages(dir: &std::path::Path) {
         root_attributes: root,
         max_attribute_len: 4096,
         analytics: Some(&analytics),
+        root_span_server: false,
     };
     let (bytes, _) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);
     let t_encode = t.elapsed();
@@ -190,6 +191,7 @@ fn analytics_share_of_process_build() {
             root_attributes: root,
             max_attribute_len: 4096,
             analytics,
+            root_span_server: false,
         };
         encode_trace_request(input, size, &mut Warnings::new()).0.len()
     };

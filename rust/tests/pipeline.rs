@@ -60,8 +60,8 @@ fn root_phases_and_rules() {
         assert!(s.status.is_none());
     }
     let keys: Vec<&str> = r.attributes.iter().map(|kv| kv.key.as_str()).collect();
-    // The build analytics follow compiletools' keys; the only rule is the
-    // critical path.
+    // The build analytics follow compiletools' keys (the only rule is the
+    // critical path), then the CI/CD task keys.
     assert_eq!(
         keys,
         [
@@ -69,10 +69,13 @@ fn root_phases_and_rules() {
             "ct.target",
             "ct.source",
             "ct.rule.weighted_s",
-            "ct.critical_path"
+            "ct.critical_path",
+            "cicd.pipeline.task.name",
+            "cicd.pipeline.task.type"
         ]
     );
-    // Root aggregates without statslog: H = 0; then the analytics.
+    // Root aggregates without statslog: H = 0; then the analytics, then
+    // the pipeline run's action (these phases decide no result).
     let root_keys: Vec<&str> = root.attributes.iter().map(|kv| kv.key.as_str()).collect();
     assert_eq!(
         root_keys,
@@ -84,7 +87,8 @@ fn root_phases_and_rules() {
             "ct.build.parallelism.avg",
             "ct.build.parallelism.max",
             "ct.build.critical_path_s",
-            "ct.build.top_weighted_rules"
+            "ct.build.top_weighted_rules",
+            "cicd.pipeline.action.name"
         ]
     );
     assert_eq!(attr(root, "ct.build.recompiled_count"), Some(&Value::IntValue(1)));
@@ -430,7 +434,8 @@ fn metadata_lifting_and_dropped_count() {
             "bools",
             "last",
             "ct.rule.weighted_s",
-            "ct.critical_path"
+            "ct.critical_path",
+            "cicd.pipeline.task.type"
         ]
     );
     assert_eq!(attr(r, "cas.bytes_reused"), Some(&Value::IntValue(12)));
@@ -518,6 +523,10 @@ fn resource_and_invocation_id() {
             s("ct.backend", "shake"),
             s("ct.invocation_id", INVOCATION_ID),
             s("git.commit.sha", "8a2c"),
+            s("cicd.pipeline.run.id", INVOCATION_ID),
+            s("cicd.worker.id", "host-a"),
+            s("cicd.worker.name", "host-a"),
+            s("vcs.ref.head.revision", "8a2c"),
             s("team", "build"),
         ]
     );

@@ -128,6 +128,18 @@ INTENDED_DIFFERENCES = (
      "order and types, and their values must hold the invariants (weighted times sum to the "
      "busy time, most rules at once, the path is a chain in time of the flagged length); "
      "they are removed before the attribute comparison"),
+    # Issue 14 / README "Standard names": OpenTelemetry CI/CD and VCS
+    # semantic-convention keys beside ct-cake's. Resource: cicd.pipeline.name,
+    # cicd.pipeline.run.id (= ct.invocation_id; not on the metrics resource),
+    # cicd.worker.id/name (= host.name), vcs.* (revision = git.commit.sha).
+    # Root: cicd.pipeline.action.name = BUILD, cicd.pipeline.result and
+    # error.type as timing.json's phases decide; rules:
+    # cicd.pipeline.task.name (= ct.target) and cicd.pipeline.task.type.
+    ("semconv_additions", "issue 14, README Standard names",
+     "cicd.* / vcs.* / error.type keys on our resource, root and rule spans, absent from the reference",
+     "ours must carry them exactly where documented, as the trailing keys (after the analytics), "
+     "with the documented values: the result from an independent reading of timing.json's phases, "
+     "which must agree with ct-cake's exit code; they are removed before the attribute comparison"),
 )
 _INTENDED = {d[0] for d in INTENDED_DIFFERENCES}
 
@@ -140,6 +152,13 @@ ANALYTICS_ROOT_KEYS = ("ct.build.parallelism.avg", "ct.build.parallelism.max",
 ANALYTICS_RULE_KEYS = ("ct.rule.weighted_s", "ct.critical_path")
 ANALYTICS_KEYS = ANALYTICS_ROOT_KEYS + ANALYTICS_RULE_KEYS
 ANALYTICS_TOP_N = 10
+# semconv_additions, in the order they are written.
+SEMCONV_ROOT_KEYS = ("cicd.pipeline.action.name", "cicd.pipeline.result", "error.type")
+SEMCONV_RULE_KEYS = ("cicd.pipeline.task.name", "cicd.pipeline.task.type")
+SEMCONV_SPAN_KEYS = SEMCONV_ROOT_KEYS + SEMCONV_RULE_KEYS
+SEMCONV_RESOURCE_KEYS = ("cicd.pipeline.name", "cicd.pipeline.run.id", "cicd.worker.id", "cicd.worker.name",
+                         "vcs.repository.url.full", "vcs.provider.name", "vcs.ref.head.name",
+                         "vcs.ref.head.type", "vcs.ref.head.revision")
 # Clock resolution the critical path tolerates (spec §2.4: ninja logs ms).
 PATH_TOLERANCE_NS = {"ninja": 1_000_000}
 PATH_TOLERANCE_DEFAULT_NS = 1_000
@@ -467,7 +486,7 @@ def compare_case(case_dir):
 
     # resource and scope
     _compare_attr_maps(rep, "resource", "trace resource", _strip_sdk(our_build[0].resource),
-                       _strip_sdk(ref_trace[0].resource))
+                       _strip_sdk(ref_trace[0].resource), skip=SEMCONV_RESOURCE_KEYS)  # semconv_additions
     for s in our_build:
         if s.resource != our_build[0].resource:
             rep.bad("resource", f"span {s.span.name} has a different resource")
@@ -483,6 +502,7 @@ def compare_case(case_dir):
     _check_end_anchor(rep, our_build, timing)
     _check_pairs(rep, pairs, our_build, ref_trace, blocks, _stamping_delay(rep, pairs))
     _check_analytics(rep, our_build)
+    _check_semconv(rep, our_build, timing, case)
     _check_ids(rep, case, timing, our_tid, our_build)
 
     # ccache snapshots as spans
@@ -609,7 +629,7 @@ def _check_pairs(rep, pairs, ours, ref, blocks, delay):
                         f"beyond the build's stamping delay {delay / 1000:+.1f} µs (> {TIME_RESIDUAL_NS / 1000:.0f} µs)")
         # attributes
         # build_analytics_additions: checked by _check_analytics over all our spans
-        skip = tuple(k for k in o.attrs if k in ANALYTICS_KEYS and k not in r.attrs)
+        skip = tuple(k for k in o.attrs if k in ANALYTICS_KEYS + SEMCONV_SPAN_KEYS and k not in r.attrs)
         if o.attrs.get("ct.rule_type") == ("string", "compile") and r.attrs.get("ct.rule.cache_layer") == ("string", "other"):
             skip += ("ct.rule.cache_layer", "ct.ccache.outcome")
             _check_per_tu(rep, what, o, r, blocks)
@@ -660,6 +680,71 @@ def _most_at_once(intervals):
     return best
 
 
+def expected_result(timing):
+    """semconv_additions: the result timing.json's phases decide (README
+    "Standard names"), read independently of the core: (result, error.type)
+    or None."""
+    phases = [e.get("name") for e in timing.get("phases", []) if "rule_type" not in e]
+    if not phases:
+        return None
+    if phases[-1] == "postbuild_scripts":
+        return ("success", None)
+    if "prebuild_scripts" in phases:
+        return ("failure", phases[-1])
+    return None
+
+
+def _check_semconv(rep, ours, timing, case):
+    """semconv_additions: resource keys, the root's pipeline run keys, the
+    rules' task keys; each only where documented, last, with its value."""
+    intended("semconv_additions")
+    if not ours:
+        return
+    res = ours[0].resource
+    want = {"cicd.pipeline.run.id": res.get("ct.invocation_id"),
+            "cicd.worker.id": res.get("host.name"), "cicd.worker.name": res.get("host.name")}
+    for k, v in want.items():
+        if v is None or res.get(k) != v:
+            rep.bad("semconv", f"resource {k} = {show(res.get(k))}, expected {show(v)}")
+    name = res.get("cicd.pipeline.name")
+    if name is None or name[0] != "string" or not name[1]:
+        rep.bad("semconv", f"resource cicd.pipeline.name = {show(name)}, expected a non-empty string")
+    if "git.commit.sha" in res or "vcs.ref.head.revision" in res:
+        if res.get("vcs.ref.head.revision") != res.get("git.commit.sha"):
+            rep.bad("semconv", "vcs.ref.head.revision differs from git.commit.sha")
+    result = expected_result(timing)
+    exit_code = case.get("exit_code")
+    if result is not None and exit_code is not None and (result[0] == "success") != (exit_code == 0):
+        rep.bad("semconv", f"the phases say {result[0]}, ct-cake exited {exit_code}")
+
+    def tail(s):
+        order = [kv.key for kv in s.span.attributes]
+        n = 0
+        while n < len(order) and order[len(order) - 1 - n] in SEMCONV_SPAN_KEYS:
+            n += 1
+        if any(k in SEMCONV_SPAN_KEYS for k in order[:len(order) - n]):
+            rep.bad("semconv", f"{s.span.name}: semantic-convention keys not at the end: {order}")
+        return [(k, plain(s.attrs.get(k))) for k in order[len(order) - n:]]
+
+    for s in ours:
+        if not s.span.parent_span_id:
+            want = [("cicd.pipeline.action.name", "BUILD")]
+            if result is not None:
+                want.append(("cicd.pipeline.result", result[0]))
+                if result[1] is not None:
+                    want.append(("error.type", result[1]))
+        elif "ct.rule_type" in s.attrs:
+            target = plain(s.attrs.get("ct.target"))
+            want = [("cicd.pipeline.task.name", target)] if target else []
+            test = plain(s.attrs.get("ct.rule_type")) == "test"
+            want.append(("cicd.pipeline.task.type", "test" if test else "build"))
+        else:
+            want = []
+        got = tail(s)
+        if got != want:
+            rep.bad("semconv", f"{s.span.name}: {got} (trailing), expected {want}")
+
+
 def _check_analytics(rep, ours):
     """build_analytics_additions: where the keys are, their order and types,
     and the invariants their values must hold (README "Build analytics")."""
@@ -682,6 +767,8 @@ def _check_analytics(rep, ours):
 
     def trailing(s, allowed):
         order = [kv.key for kv in s.span.attributes]
+        while order and order[-1] in SEMCONV_SPAN_KEYS:  # semconv_additions come last
+            order.pop()
         n = 0
         while n < len(order) and order[len(order) - 1 - n] in allowed:
             n += 1
@@ -889,7 +976,15 @@ def _check_metrics(rep, ours, ref, our_tid, ref_tid, our_build, ref_trace):
     if plain(o_res.get("ct.invocation_id")) != our_tid.hex():
         rep.bad("metrics", f"ours: metrics ct.invocation_id {show(o_res.get('ct.invocation_id'))} "
                 f"is not our trace id {our_tid.hex()}")
-    _compare_attr_maps(rep, "metrics", "metrics resource", o_res, r_res, skip=("ct.invocation_id",))
+    _compare_attr_maps(rep, "metrics", "metrics resource", o_res, r_res,
+                       skip=("ct.invocation_id",) + SEMCONV_RESOURCE_KEYS)
+    # semconv_additions: as the trace's resource, without the pipeline run
+    # (opt-in on metrics by the CI/CD conventions)
+    if "cicd.pipeline.run.id" in o_res:
+        rep.bad("semconv", "the metrics resource carries cicd.pipeline.run.id")
+    for k in SEMCONV_RESOURCE_KEYS:
+        if k != "cicd.pipeline.run.id" and o_res.get(k) != our_build[0].resource.get(k):
+            rep.bad("semconv", f"metrics resource {k} = {show(o_res.get(k))}, the trace's {show(our_build[0].resource.get(k))}")
     if any(m.resource != ours[0].resource for m in ours):
         rep.bad("metrics", "our metrics do not share one resource")
     # per metric

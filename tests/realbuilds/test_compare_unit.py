@@ -197,3 +197,20 @@ def test_stamping_delay_is_bounded_and_late_only():
         pair = (_rec(_Span(10**9 + delay, 2 * 10**9 + delay)), _rec(_Span(10**9, 2 * 10**9)))
         assert compare._stamping_delay(rep, [pair]) == delay
         assert bool(rep.problems) == bad, (delay, rep.problems)
+
+
+def test_expected_result_reads_the_phases():
+    def doc(*names, root_rule=False):
+        phases = [{"name": n} for n in names]
+        if root_rule:
+            phases.append({"name": "late.o", "rule_type": "compile"})
+        return {"phases": phases}
+
+    full = ("target_discovery", "prebuild_scripts", "build_graph", "generate", "build_execution", "postbuild_scripts")
+    assert compare.expected_result(doc(*full)) == ("success", None)
+    assert compare.expected_result(doc(*full, root_rule=True)) == ("success", None)
+    assert compare.expected_result(doc(*full[:5])) == ("failure", "build_execution")
+    assert compare.expected_result(doc(*full[:2])) == ("failure", "prebuild_scripts")
+    assert compare.expected_result(doc("target_discovery", "build_graph", "generate")) is None  # clean
+    assert compare.expected_result(doc("target_discovery")) is None  # --filelist
+    assert compare.expected_result(doc()) is None

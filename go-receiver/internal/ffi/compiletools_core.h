@@ -25,6 +25,12 @@
 #define CT_FLAG_METRICS_AS_SPANS 1
 
 /**
+ * Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
+ * run) instead of ct-cake's INTERNAL.
+ */
+#define CT_FLAG_ROOT_SPAN_SERVER 2
+
+/**
  * Flag (test hook): panic inside the call, to prove the guard holds.
  */
 #define CT_FLAG_FORCE_PANIC 2147483648
@@ -160,6 +166,18 @@ typedef struct {
    */
   uint32_t flags;
   CtLimits limits;
+  /**
+   * `cicd.pipeline.name`.
+   */
+  CtByteView pipeline_name;
+  /**
+   * `vcs.ref.head.name`, `vcs.ref.head.type`, `vcs.repository.url.full`,
+   * `vcs.provider.name`.
+   */
+  CtByteView vcs_ref_head_name;
+  CtByteView vcs_ref_head_type;
+  CtByteView vcs_repository_url_full;
+  CtByteView vcs_provider_name;
 } CtBuildRequest;
 
 /**
@@ -303,6 +321,11 @@ typedef struct {
    */
   CtBuffer error_message;
 } CtCasResult;
+
+/**
+ * The resource keys of this module, in the order they are written.
+ */
+#define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,6 +18,9 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		if req.MetricsAsSpans {
 			flags |= C.CT_FLAG_METRICS_AS_SPANS
 		}
+		if req.RootSpanServer {
+			flags |= C.CT_FLAG_ROOT_SPAN_SERVER
+		}
 		if req.forcePanic {
 			flags |= C.CT_FLAG_FORCE_PANIC
 		}
@@ -37,6 +40,11 @@ func Process(ctx context.Context, req Request) (Result, error) {
 				max_depth:         C.uint32_t(req.Limits.MaxDepth),
 				max_attribute_len: C.uint32_t(req.Limits.MaxAttributeLen),
 			},
+			pipeline_name:           s.view(req.PipelineName),
+			vcs_ref_head_name:       s.view(req.VCS.RefHeadName),
+			vcs_ref_head_type:       s.view(req.VCS.RefHeadType),
+			vcs_repository_url_full: s.view(req.VCS.RepositoryURLFull),
+			vcs_provider_name:       s.view(req.VCS.ProviderName),
 		}
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)

@@ -39,15 +39,20 @@ func Head(start string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	commonDir := gitDir
+	return resolve(gitDir, commonDirOf(gitDir), "HEAD", 0)
+}
+
+// commonDirOf returns the directory of the shared refs and config: a
+// worktree's gitdir names it in `commondir`.
+func commonDirOf(gitDir string) string {
 	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
 		}
-		commonDir = c
+		return c
 	}
-	return resolve(gitDir, commonDir, "HEAD", 0)
+	return gitDir
 }
 
 func findGitDir(start string) (string, error) {

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod resource;
 pub mod root;
 pub mod scope;
+pub mod semconv;
 pub mod snapshot;
 pub mod trace;
 

@@ -23,6 +23,7 @@ use crate::ids;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
+use crate::otlp::semconv;
 use crate::otlp::{
     analytics_root_attributes, build_resource, encode_metrics_request, encode_trace_request_into,
     root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput,
@@ -185,6 +186,7 @@ fn encode_trace(
     let analytics = analytics::analyze(build, &id.clock);
     let mut root_attributes = root_attributes_with_ccache(&aggregates, summary, max_attribute_len);
     root_attributes.extend(analytics_root_attributes(&analytics, max_attribute_len));
+    root_attributes.extend(semconv::root_attributes(build, max_attribute_len));
     let extra: Vec<ScopeSpans> = snapshot
         .map(|log| {
             let input = SnapshotInput {
@@ -206,6 +208,7 @@ fn encode_trace(
         root_attributes,
         max_attribute_len,
         analytics: Some(&analytics),
+        root_span_server: req.root_span_server,
     };
     encode_trace_request_into(input, &extra, buf, warnings)
 }

@@ -30,6 +30,7 @@ pub const METRICS_INVOCATION_ID: &str = "metrics-invocation-id";
 pub const SNAPSHOT_PLACEMENT: &str = "snapshot-in-build-trace";
 pub const UNCOMPARED_RESOURCE: &str = "uncompared-resource-keys";
 pub const BUILD_ANALYTICS: &str = "build-analytics-additions";
+pub const SEMCONV: &str = "semconv-additions";
 
 pub const INTENDED_DIFFERENCES: &[Intended] = &[
     Intended {
@@ -108,6 +109,23 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
                (double ≥ 0, int ≥ 1, double ≥ 0, 1–10 strings; double ≥ 0, bool true), and nowhere else; \
                they are removed before the exact comparison. Their values are checked against an \
                independent reading of our spans on every corpus case by tests/analytics.rs",
+        in_corpus: true,
+    },
+    Intended {
+        id: SEMCONV,
+        design: "issue 14, README \"Standard names\"",
+        what:
+            "OpenTelemetry CI/CD and VCS semantic-convention keys beside ct-cake's: the trace resource adds \
+               cicd.pipeline.run.id (= ct.invocation_id), cicd.worker.id and cicd.worker.name (= host.name) \
+               and nothing else for a request without pipeline name or VCS data; the metrics resource the \
+               same without the run id (opt-in on metrics). Our root span ends with \
+               cicd.pipeline.action.name = BUILD, then cicd.pipeline.result and error.type exactly as an \
+               independent reading of the reference's phases decides (postbuild_scripts last: success; \
+               else with prebuild_scripts: failure, error.type = the last phase; else neither); every rule \
+               span ends with cicd.pipeline.task.name = its ct.target (when it has one) and \
+               cicd.pipeline.task.type = test for ct.rule_type test, else build; phases carry none. They \
+               are the trailing keys (after the build analytics), string-typed, nowhere else, and removed \
+               before the exact comparison; span kinds stay INTERNAL (the default root_span_kind)",
         in_corpus: true,
     },
 ];

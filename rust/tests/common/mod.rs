@@ -8,3 +8,4 @@ pub mod intended;
 pub mod oracle;
 pub mod ref_metrics;
 pub mod reference;
+pub mod semconv;

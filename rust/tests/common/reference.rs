@@ -39,6 +39,7 @@ use super::oracle::{layer_of, PerTu};
 use super::ref_metrics::{
     compare_metrics, decode_ours_metrics, is_repeat, load_reference_metrics, point_count, MetricsContext,
 };
+use super::semconv;
 
 /// ct-cake anchors at the build start, we at its end (spec §2.8: 5.6 µs
 /// apart in the verified run), and quantises to 256 ns.
@@ -563,7 +564,13 @@ pub fn check_snapshot(
     }
     // Same resource as the build except ct.invocation_id (ours: the trace's).
     let mut rr = strip_resource(&snap.resource, &mut Tally::default());
-    let mut or = strip_resource(&ours.resource, &mut Tally::default());
+    // Ours is the build's resource, semantic-convention keys included.
+    let mut or = semconv::undo_resource(
+        &strip_resource(&ours.resource, &mut Tally::default()),
+        false,
+        tally,
+        d,
+    );
     rr.remove("ct.invocation_id");
     or.remove("ct.invocation_id");
     if rr != or {
@@ -691,7 +698,12 @@ fn compare_into(
     // Resource.
     let (rr, or) = (
         strip_resource(&reference.resource, tally),
-        strip_resource(&ours.resource, &mut Tally::default()),
+        semconv::undo_resource(
+            &strip_resource(&ours.resource, &mut Tally::default()),
+            false,
+            tally,
+            d,
+        ),
     );
     if rr != or {
         let _ = writeln!(d, "resource differs:\n  reference {rr:?}\n  ours      {or:?}");
@@ -807,6 +819,7 @@ fn compare_into(
         is_rule(s)
     };
     let any_counted_rule = ours.spans.iter().any(counted_rule);
+    let result = semconv::expected_result(reference);
 
     // Matched spans.
     for (key, &ri) in &ref_index {
@@ -834,6 +847,16 @@ fn compare_into(
             }
         }
         let o = undo_attribution(key, r, o, expect, tally, d);
+        let role = if o.parent_id.is_empty() {
+            semconv::Role::Root {
+                result: result.clone(),
+            }
+        } else if is_rule(&o) {
+            semconv::Role::Rule
+        } else {
+            semconv::Role::Other
+        };
+        let o = semconv::undo_span(key, &o, &role, tally, d);
         let expected = if o.parent_id.is_empty() {
             Analytics::Root {
                 present: any_counted_rule,
