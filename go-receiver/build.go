@@ -136,8 +136,9 @@ func (r *compiletoolsReceiver) userAttributes() []ffi.Attribute {
 }
 
 // sideFile returns the file name of a build: the original while it exists,
-// else the copy captured while the build ran, else "". A symbolic link
-// there is refused (warned and counted once per build), never followed: it
+// else the copy captured while the build ran, else "". Anything else there
+// is warned about and counted once per build; a symbolic link is refused,
+// never followed: it
 // could point anywhere the collector may read. The core opens the file
 // with O_NOFOLLOW as well, in case one is swapped in after this check.
 func (r *compiletoolsReceiver) sideFile(ctx context.Context, dir, name string) string {
@@ -146,9 +147,14 @@ func (r *compiletoolsReceiver) sideFile(ctx context.Context, dir, name string) s
 	if err == nil && st.Mode().IsRegular() {
 		return path
 	}
-	if err == nil && st.Mode()&os.ModeSymlink != 0 && r.ledger.warnOnce(dir, problemSymlinkedSideFile) {
+	switch {
+	case err != nil || !r.ledger.warnOnce(dir, problemSideFile):
+	case st.Mode()&os.ModeSymlink != 0:
 		r.logger.Warn("side file is a symbolic link; not followed", zap.String("path", path))
 		r.telemetry.ReceiverCompiletoolsSymlinksRefused.Add(ctx, 1)
+	default: // a FIFO, a directory, a device: never opened
+		r.logger.Warn("side file is not a regular file; ignored", zap.String("path", path), zap.String("type", st.Mode().Type().String()))
+		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, 1)
 	}
 	if r.capturer != nil {
 		return r.capturer.Path(dir, name)
