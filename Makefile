@@ -30,7 +30,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -102,7 +102,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-realbuilds test-casreal
+test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-chaos-fast test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
@@ -134,6 +134,14 @@ test-go: rust
 
 test-e2e: collector venv
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/e2e
+
+## test-chaos-fast: the fault campaign's fast subset (kill -9 storm, sink outage, 65 hostile build directories)
+test-chaos-fast: collector venv
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q -s tests/chaos
+
+## chaos: the full fault campaign (1,000-build kill -9 storm with 10 kills, 60 s outage); table in _build/chaos/results.md
+chaos: collector venv
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/chaos/chaos.py
 
 ## deps-realbuilds: ccache, ninja, cmake (apt, as root) and a venv with compiletools[otel]==13.1.4
 deps-realbuilds:

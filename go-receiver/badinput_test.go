@@ -95,6 +95,27 @@ func TestBadInputWarnsCountsAndKeepsOtherBuilds(t *testing.T) {
 			}
 			return path
 		}, "otelcol_receiver_compiletools_path_problems"},
+		{"timing.json symlinked out of the roots", func(t *testing.T, p string) string {
+			// A valid build elsewhere: following the link would send it.
+			outside := writeBuild(t, t.TempDir(), "20261130T000007-7", caseTiming(t))
+			dir := filepath.Join(p, "20261130T000007-7")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "timing.json")
+			if err := os.Symlink(outside, path); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, "otelcol_receiver_compiletools_symlinks_refused"},
+		{"invocation directory symlinked out of the roots", func(t *testing.T, p string) string {
+			outside := filepath.Dir(writeBuild(t, t.TempDir(), "20261130T000008-8", caseTiming(t)))
+			link := filepath.Join(p, "20261130T000008-8")
+			if err := os.Symlink(outside, link); err != nil {
+				t.Fatal(err)
+			}
+			return link
+		}, "otelcol_receiver_compiletools_symlinks_refused"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -178,4 +199,53 @@ func TestVanishingDirectoryMidScanIsHarmless(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A side file in the invocation directory that is a symbolic link is not
+// followed: the build goes out without it, with one warning and a count.
+func TestSymlinkedSideFileIsRefused(t *testing.T) {
+	parent := t.TempDir()
+	dir := copyCaseBuild(t, case01, parent)
+	outside := filepath.Join(t.TempDir(), "stats")
+	if err := os.WriteFile(outside, []byte("# /s/a.cpp\ndirect_cache_hit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "ccache.statslog")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(parent)
+	cfg.SettleTimeout = time.Millisecond // the link never goes away
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	core, logs := observer.New(zapcore.WarnLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = zap.New(core)
+	sink := new(consumertest.MetricsSink)
+	traces := new(consumertest.TracesSink)
+	f := NewFactory()
+	rt, err := f.CreateTraces(context.Background(), set, cfg, traces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := f.CreateMetrics(context.Background(), set, cfg, sink)
+	runUntilCleanup(t, rt, nil)
+	runUntilCleanup(t, rm, err)
+	waitFor(t, "the build", func() bool { return len(traces.AllTraces()) == 1 })
+	waitFor(t, "the count", func() bool {
+		return metricSum(t, tel, "otelcol_receiver_compiletools_symlinks_refused") == 1
+	})
+	warned := 0
+	for _, e := range logs.All() {
+		if e.ContextMap()["path"] == link {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Fatalf("want one warning naming %s, got %d: %v", link, warned, logs.All())
+	}
+	if sink.DataPointCount() != 0 {
+		t.Fatalf("the linked statslog was read: %d metric points", sink.DataPointCount())
+	}
 }

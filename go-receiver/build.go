@@ -28,7 +28,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		return true
 	}
 
-	req := r.request(b, want, open)
+	req := r.request(ctx, b, want, open)
 	release, err := r.holdBudget(ctx, b, req)
 	if err != nil {
 		return true // shutting down: the build is taken up again after a restart
@@ -96,11 +96,11 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	return true
 }
 
-func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, open openBuild) ffi.Request {
+func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, signals ffi.Signals, open openBuild) ffi.Request {
 	req := ffi.Request{
 		InvocationDir:  b.Dir,
-		StatslogPath:   r.sideFile(b.Dir, capture.Statslog),
-		OutcomesPath:   r.sideFile(b.Dir, capture.Outcomes),
+		StatslogPath:   r.sideFile(ctx, b.Dir, capture.Statslog),
+		OutcomesPath:   r.sideFile(ctx, b.Dir, capture.Outcomes),
 		HostName:       r.hostName,
 		ServiceName:    r.cfg.ServiceName,
 		GitCommitSHA:   open.gitSHA,
@@ -153,11 +153,25 @@ func (r *compiletoolsReceiver) userAttributes() []ffi.Attribute {
 }
 
 // sideFile returns the file name of a build: the original while it exists,
-// else the copy captured while the build ran, else "".
-func (r *compiletoolsReceiver) sideFile(dir, name string) string {
+// else the copy captured while the build ran, else "". Anything else there
+// is warned about and counted once per build; a symbolic link is refused,
+// never followed: it
+// could point anywhere the collector may read. The core opens the file
+// with O_NOFOLLOW as well, in case one is swapped in after this check.
+func (r *compiletoolsReceiver) sideFile(ctx context.Context, dir, name string) string {
 	path := filepath.Join(dir, name)
-	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+	st, err := os.Lstat(path)
+	if err == nil && st.Mode().IsRegular() {
 		return path
+	}
+	switch {
+	case err != nil || !r.ledger.warnOnce(dir, problemSideFile):
+	case st.Mode()&os.ModeSymlink != 0:
+		r.logger.Warn("side file is a symbolic link; not followed", zap.String("path", path))
+		r.telemetry.ReceiverCompiletoolsSymlinksRefused.Add(ctx, 1)
+	default: // a FIFO, a directory, a device: never opened
+		r.logger.Warn("side file is not a regular file; ignored", zap.String("path", path), zap.String("type", st.Mode().Type().String()))
+		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, 1)
 	}
 	if r.capturer != nil {
 		return r.capturer.Path(dir, name)

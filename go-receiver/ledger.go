@@ -64,6 +64,7 @@ type buildProblem uint8
 const (
 	problemUnreadable buildProblem = 1 << iota // its timing.json cannot be examined
 	problemCapture                             // its transient files cannot be captured
+	problemSideFile                            // a side file is a symlink, FIFO, directory…
 )
 
 func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, live *liveCapture, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {

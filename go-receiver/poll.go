@@ -2,6 +2,7 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -24,6 +25,9 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 	}
 	for _, p := range r.ledger.unwarned(scan.Problems) {
 		r.logger.Warn("cannot examine path; skipping it", zap.String("path", p.Path), zap.Error(p.Err))
+		if errors.Is(p.Err, discovery.ErrSymlink) {
+			r.telemetry.ReceiverCompiletoolsSymlinksRefused.Add(ctx, 1)
+		}
 	}
 	r.followRunning(ctx, scan)
 	if r.firstPoll {

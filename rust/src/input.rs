@@ -3,7 +3,13 @@
 //!
 //! Every input is opened with [`open_without_blocking`]: the receiver names
 //! paths that other processes own, and a FIFO there would otherwise hold the
-//! call in `open(2)`, where no cancel token can reach it.
+//! call in `open(2)`, where no cancel token can reach it. Nor is a symbolic
+//! link followed in a file's own name (`O_NOFOLLOW`): whoever writes a build
+//! directory could otherwise point `timing.json` or a side file at any file
+//! the collector may read and have it sent. The files of a build are opened
+//! relative to its directory ([`InvocationDir`]), itself opened without
+//! following a symlink, so swapping the directory for a link between the
+//! receiver's check and the read cannot redirect them either.
 
 #[allow(unsafe_code)] // madvise(2)
 pub(crate) mod pages;
@@ -11,7 +17,9 @@ pub(crate) mod pages;
 use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
 
 use crate::error::Error;
 use crate::pytext::complete_lines;
@@ -27,7 +35,13 @@ use crate::warnings::Warnings;
 /// directory) is an I/O error, found without waiting (see
 /// [`open_without_blocking`]).
 pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
-    let partial = read_bounded_partial(path, max_bytes)?;
+    read_bounded_in(None, path, max_bytes)
+}
+
+/// [`read_bounded`], with `path` opened relative to `dir` when it names a
+/// file of that directory (see [`InvocationDir::open_file`]).
+pub fn read_bounded_in(dir: Option<&InvocationDir>, path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
+    let partial = read_bounded_partial(dir, path, max_bytes)?;
     match partial.error {
         None => Ok(partial.bytes),
         Some(source) => Err(Error::Io {
@@ -49,12 +63,20 @@ pub struct Partial {
 /// bytes read so far (side files such as the ccache statslog are counted up
 /// to an I/O error, as compiletools does). Open, stat, type and size
 /// failures are still errors.
-pub fn read_bounded_partial(path: &Path, max_bytes: u64) -> Result<Partial, Error> {
+pub fn read_bounded_partial(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+) -> Result<Partial, Error> {
     let io_err = |source: io::Error| Error::Io {
         path: path.to_path_buf(),
         source,
     };
-    let file = open_without_blocking(path).map_err(io_err)?;
+    let file = match dir {
+        Some(dir) => dir.open_file(path),
+        None => open_without_blocking(path),
+    }
+    .map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if !meta.is_file() {
         return Err(io_err(io::Error::new(
@@ -79,11 +101,98 @@ pub fn read_bounded_partial(path: &Path, max_bytes: u64) -> Result<Partial, Erro
 /// since reads from one never block in the non-blocking sense. The caller
 /// checks the type on the open descriptor (`fstat`), so there is no window
 /// between a type check and the open for the path to be swapped.
+///
+/// `O_NOFOLLOW` refuses a symbolic link in the last component of `path`
+/// (an error naming it, see [`explain_symlink`]); links in the directories
+/// above it are followed: those are the roots the receiver was configured
+/// with, or were checked by it.
 pub fn open_without_blocking(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
+        .map_err(explain_symlink)
+}
+
+/// `O_NOFOLLOW` reports a symlink as `ELOOP`, which reads like a link
+/// loop; the error says what happened instead, and is recognisable with
+/// [`is_refused_symlink`].
+pub fn explain_symlink(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(io::ErrorKind::InvalidInput, SymlinkRefused)
+    } else {
+        e
+    }
+}
+
+/// The error of a symbolic link that was not followed.
+#[derive(Debug)]
+pub struct SymlinkRefused;
+
+impl std::fmt::Display for SymlinkRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a symbolic link (or a link loop); not followed, so nothing outside the build is read")
+    }
+}
+
+impl std::error::Error for SymlinkRefused {}
+
+/// Whether an open failed because the name is a symbolic link.
+pub fn is_refused_symlink(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<SymlinkRefused>())
+}
+
+/// An invocation directory, opened once for the files read from it.
+///
+/// Opened with `O_NOFOLLOW`: the directory itself must not be a symbolic
+/// link (the receiver's discovery refuses those too, but a build's owner can
+/// swap one in after it looked). Its files are then opened with `openat(2)`
+/// relative to this descriptor, so they are entries of the very directory
+/// that was checked, whatever happens to its path meanwhile.
+#[derive(Debug)]
+pub struct InvocationDir {
+    path: PathBuf,
+    fd: File,
+}
+
+impl InvocationDir {
+    /// Opens the directory at `path`, refusing a symbolic link.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let fd = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| {
+                // Linux answers ENOTDIR or ELOOP for a link with these flags.
+                let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+                if link {
+                    explain_symlink(io::Error::from_raw_os_error(libc::ELOOP))
+                } else {
+                    e
+                }
+            })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            fd,
+        })
+    }
+
+    /// Opens `path` for reading like [`open_without_blocking`]; a file of
+    /// this directory (`<dir>/<name>`) by name relative to it, anything else
+    /// (a captured copy, a configured statslog) by its path.
+    pub fn open_file(&self, path: &Path) -> io::Result<File> {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if parent == self.path => rustix::fs::openat(
+                &self.fd,
+                name,
+                OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map(File::from)
+            .map_err(|e| explain_symlink(e.into())),
+            _ => open_without_blocking(path),
+        }
+    }
 }
 
 /// What a non-regular file is, for a warning.
@@ -120,12 +229,13 @@ pub struct SideFile {
 /// holds data for the build, so losing it is worth a line); a read error in
 /// the middle keeps the complete lines read before it, with a warning.
 pub fn read_side_file(
+    dir: Option<&InvocationDir>,
     path: &Path,
     max_bytes: u64,
     file: SideFile,
     warnings: &mut Warnings,
 ) -> Option<Vec<u8>> {
-    side_file_bytes(path, read_bounded_partial(path, max_bytes), file, warnings)
+    side_file_bytes(path, read_bounded_partial(dir, path, max_bytes), file, warnings)
 }
 
 /// What [`read_side_file`] keeps of the outcome of reading `path`.
@@ -236,12 +346,15 @@ mod tests {
     fn side_file_missing_is_silent_and_unreadable_is_a_warning() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Warnings::new();
-        assert_eq!(read_side_file(&dir.path().join("nope"), 5, SIDE, &mut w), None);
+        assert_eq!(
+            read_side_file(None, &dir.path().join("nope"), 5, SIDE, &mut w),
+            None
+        );
         assert!(w.is_empty());
-        assert_eq!(read_side_file(dir.path(), 5, SIDE, &mut w), None);
+        assert_eq!(read_side_file(None, dir.path(), 5, SIDE, &mut w), None);
         let p = dir.path().join("big");
         std::fs::write(&p, b"123456").unwrap();
-        assert_eq!(read_side_file(&p, 5, SIDE, &mut w), None);
+        assert_eq!(read_side_file(None, &p, 5, SIDE, &mut w), None);
         let lines = w.into_lines();
         assert_eq!(lines.len(), 2);
         assert!(
@@ -250,7 +363,7 @@ mod tests {
         );
         let mut w = Warnings::new();
         assert_eq!(
-            read_side_file(&p, 6, SIDE, &mut w).as_deref(),
+            read_side_file(None, &p, 6, SIDE, &mut w).as_deref(),
             Some(&b"123456"[..])
         );
         assert!(w.is_empty());

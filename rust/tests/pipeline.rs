@@ -461,11 +461,15 @@ fn ids_are_deterministic_and_follow_the_canonical_directory() {
     let (b, _) = fx.trace();
     assert_eq!(a, b, "two runs give identical spans");
 
-    // The same directory through a symlink: same canonical path, same ids.
+    // The same directory under another spelling (`..`, a symlinked parent):
+    // same canonical path, same ids. (A symlinked invocation directory
+    // itself is refused: tests/no_symlinks.rs.)
     let link_root = tempfile::tempdir().unwrap();
     let link = link_root.path().join("link");
-    std::os::unix::fs::symlink(&fx.dir, &link).unwrap();
-    let out = process_build(&BuildRequest::new(&link, "host-a"), &CancelToken::new()).unwrap();
+    std::os::unix::fs::symlink(fx.dir.parent().unwrap(), &link).unwrap();
+    let other = link.join("x").join("..").join(fx.dir.file_name().unwrap());
+    std::fs::create_dir(fx.dir.parent().unwrap().join("x")).unwrap();
+    let out = process_build(&BuildRequest::new(&other, "host-a"), &CancelToken::new()).unwrap();
     assert_eq!(out.traces.as_deref(), fx.run().unwrap().traces.as_deref());
 
     // Another host: other ids.

@@ -81,6 +81,11 @@ func IsInvocationDirName(name string) bool { return invocationID.MatchString(nam
 
 var errNotRegular = errors.New("not a regular file")
 
+// ErrSymlink marks a timing.json or an invocation directory that is a
+// symbolic link: never followed, since it could lead out of the configured
+// roots to any file the collector may read.
+var ErrSymlink = errors.New("a symbolic link; not followed out of the include roots")
+
 // Find scans the include globs. settled (nil: none) returns, for a
 // directory handled before, the timing.json it was handled with. Such a
 // directory is recorded in Seen and otherwise returned only as a finished
@@ -103,7 +108,12 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 			return // PID wider than 64 bits: not something compiletools writes
 		}
 		timing := filepath.Join(dir, TimingFile)
-		st, err := os.Stat(timing)
+		// Lstat: a symlinked timing.json is refused here, and the core
+		// opens it with O_NOFOLLOW too, in case it is swapped in later.
+		st, err := os.Lstat(timing)
+		if err == nil && st.Mode()&os.ModeSymlink != 0 {
+			err = ErrSymlink
+		}
 		regular := err == nil && st.Mode().IsRegular()
 		var b Build
 		if regular {
@@ -137,6 +147,15 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 		}
 		for _, match := range matches {
 			match = filepath.Clean(match)
+			// An invocation directory matched by name must be a real one,
+			// as below; a matched diagnostics parent is a root, whatever
+			// it is.
+			if IsInvocationDirName(filepath.Base(match)) {
+				if lst, err := os.Lstat(match); err == nil && lst.Mode()&os.ModeSymlink != 0 {
+					s.Problems = append(s.Problems, Problem{Path: match, Err: ErrSymlink})
+					continue
+				}
+			}
 			info, err := os.Stat(match)
 			if err != nil {
 				if !errors.Is(err, os.ErrNotExist) { // vanished between glob and stat is normal
@@ -163,8 +182,14 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 			for _, e := range entries {
 				// Only real directories: a symlinked invocation directory
 				// could lead out of the configured roots.
-				if e.IsDir() && IsInvocationDirName(e.Name()) {
+				if !IsInvocationDirName(e.Name()) {
+					continue
+				}
+				switch {
+				case e.IsDir():
 					consider(filepath.Join(match, e.Name()))
+				case e.Type()&os.ModeSymlink != 0:
+					s.Problems = append(s.Problems, Problem{Path: filepath.Join(match, e.Name()), Err: ErrSymlink})
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -176,7 +177,34 @@ func TestSymlinkedInvocationDirIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(parent, "20261130T100000-1")); err != nil {
 		t.Fatal(err)
 	}
-	if scan := (Finder{Include: []string{parent}}).Find(nil); len(scan.Finished) != 0 {
-		t.Fatalf("followed a symlink out of the root: %v", scan.Finished)
+	link := filepath.Join(parent, "20261130T100000-1")
+	for _, include := range []string{parent, link, filepath.Join(parent, "*")} {
+		scan := (Finder{Include: []string{include}}).Find(nil)
+		if len(scan.Finished) != 0 || len(scan.Running) != 0 {
+			t.Fatalf("%s: followed a symlink out of the root: %+v", include, scan)
+		}
+		if len(scan.Problems) != 1 || !errors.Is(scan.Problems[0].Err, ErrSymlink) || scan.Problems[0].Path != link {
+			t.Fatalf("%s: want the link refused as a problem, got %+v", include, scan.Problems)
+		}
+	}
+}
+
+func TestSymlinkedTimingJSONIsRefused(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"timestamp": "x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	dir := mkBuild(t, parent, "20261130T100000-1", false)
+	if err := os.Symlink(secret, filepath.Join(dir, TimingFile)); err != nil {
+		t.Fatal(err)
+	}
+	scan := (Finder{Include: []string{parent}}).Find(nil)
+	if len(scan.Finished) != 0 || len(scan.Running) != 0 {
+		t.Fatalf("a symlinked timing.json must be neither finished nor running: %+v", scan)
+	}
+	if len(scan.Problems) != 1 || !errors.Is(scan.Problems[0].Err, ErrSymlink) || scan.Problems[0].Dir != dir {
+		t.Fatalf("want the symlink refused as the build's problem, got %+v", scan.Problems)
 	}
 }

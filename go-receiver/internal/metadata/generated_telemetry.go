@@ -38,6 +38,7 @@ type TelemetryBuilder struct {
 	ReceiverCompiletoolsDroppedAttributes metric.Int64Counter
 	ReceiverCompiletoolsParseFailures     metric.Int64Counter
 	ReceiverCompiletoolsPathProblems      metric.Int64Counter
+	ReceiverCompiletoolsSymlinksRefused   metric.Int64Counter
 	ReceiverCompiletoolsUnanchoredEvents  metric.Int64Counter
 }
 
@@ -152,6 +153,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ReceiverCompiletoolsPathProblems, err = builder.meter.Int64Counter(
 		"otelcol_receiver_compiletools_path_problems",
 		metric.WithDescription("Paths under the include globs that could not be examined (permission denied, vanished, symlink loops). [Development]"),
+		metric.WithUnit("{paths}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverCompiletoolsSymlinksRefused, err = builder.meter.Int64Counter(
+		"otelcol_receiver_compiletools_symlinks_refused",
+		metric.WithDescription("Symbolic links not followed where a build's timing.json, side file or invocation directory was expected, counted once per path. [Development]"),
 		metric.WithUnit("{paths}"),
 	)
 	errs = errors.Join(errs, err)

@@ -33,6 +33,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverCompiletoolsDroppedAttributes.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsParseFailures.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsPathProblems.Add(context.Background(), 1)
+	tb.ReceiverCompiletoolsSymlinksRefused.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsUnanchoredEvents.Add(context.Background(), 1)
 	AssertEqualReceiverCompiletoolsBacklog(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -62,6 +63,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverCompiletoolsPathProblems(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverCompiletoolsSymlinksRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverCompiletoolsUnanchoredEvents(t, testTel,

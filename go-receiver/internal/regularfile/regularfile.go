@@ -7,6 +7,11 @@
 // open return at once; the type is then checked on the open descriptor
 // (fstat), so the path cannot be swapped between check and open. For a
 // regular file O_NONBLOCK changes nothing.
+//
+// Nor is a symbolic link followed in the file's own name (O_NOFOLLOW): the
+// files' owners could otherwise point them at anything the collector may
+// read. Links in the directories above are followed; see the callers for
+// why each of those is trusted.
 package regularfile
 
 import (
@@ -22,14 +27,21 @@ import (
 // but a regular file (FIFO, socket, device, directory).
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrSymlink is wrapped by the errors of Open and ReadFile for a path whose
+// last component is a symbolic link (or a link loop).
+var ErrSymlink = errors.New("a symbolic link (or a link loop); not followed")
+
 // ErrTooLarge is wrapped by ReadFile's error for a file over its limit.
 var ErrTooLarge = errors.New("file too large")
 
-// Open opens path for reading if it is a regular file, without waiting.
-// Symlinks are followed, as os.Open does.
+// Open opens path for reading if it is a regular file, without waiting and
+// without following a symbolic link in its last component.
 func Open(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, &fs.PathError{Op: "open", Path: path, Err: ErrSymlink}
+		}
 		return nil, nil, err
 	}
 	st, err := f.Stat()

@@ -67,3 +67,29 @@ func TestReadFile(t *testing.T) {
 		t.Fatalf("want ErrNotExist, got %v", err)
 	}
 }
+
+func TestSymlinkIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "secret")
+	if err := os.WriteFile(target, []byte("0123456789abcdef0123456789abcdef01234567"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "HEAD")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Open(link); !errors.Is(err, ErrSymlink) {
+		t.Errorf("Open: want ErrSymlink, got %v", err)
+	}
+	if b, err := ReadFile(link, 100); !errors.Is(err, ErrSymlink) || b != nil {
+		t.Errorf("ReadFile: want ErrSymlink and nothing read, got %q, %v", b, err)
+	}
+	// A link in a directory above the file is followed: those are trusted.
+	linkedDir := filepath.Join(dir, "linked")
+	if err := os.Symlink(dir, linkedDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(filepath.Join(linkedDir, "secret"), 100); err != nil {
+		t.Errorf("a symlinked parent directory: %v", err)
+	}
+}

@@ -16,7 +16,7 @@ use std::path::Path;
 pub use merge::{merge, MergeStats};
 pub use parse::{parse, Outcome, Outcomes};
 
-use crate::input::{read_side_file, SideFile};
+use crate::input::{read_side_file, InvocationDir, SideFile};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -29,8 +29,8 @@ const OUTCOMES_FILE: SideFile = SideFile {
 /// `limits.max_file_bytes`. Never fails (spec §5.3 rule 1): missing means
 /// empty; unreadable, not a file or too large means empty with a warning; a
 /// read error in the middle keeps the complete lines before it.
-pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {
-    let Some(bytes) = read_side_file(path, limits.max_file_bytes, OUTCOMES_FILE, warnings) else {
+pub fn load(dir: Option<&InvocationDir>, path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {
+    let Some(bytes) = read_side_file(dir, path, limits.max_file_bytes, OUTCOMES_FILE, warnings) else {
         return Outcomes::default();
     };
     let outcomes = parse(&bytes);
@@ -52,15 +52,15 @@ mod tests {
     fn load_tolerates_missing_and_bad_files() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Warnings::new();
-        assert!(load(&dir.path().join("nope"), &Limits::default(), &mut w).is_empty());
+        assert!(load(None, &dir.path().join("nope"), &Limits::default(), &mut w).is_empty());
         assert!(w.is_empty());
-        assert!(load(dir.path(), &Limits::default(), &mut w).is_empty());
+        assert!(load(None, dir.path(), &Limits::default(), &mut w).is_empty());
         assert_eq!(w.into_lines().len(), 1);
 
         let p = dir.path().join("rule_outcomes.log");
         std::fs::write(&p, "/o/a.o\tobj\t1\t10\nbroken line\n").unwrap();
         let mut w = Warnings::new();
-        let o = load(&p, &Limits::default(), &mut w);
+        let o = load(None, &p, &Limits::default(), &mut w);
         assert_eq!(o.len(), 1);
         assert_eq!(w.into_lines().len(), 1, "the skipped line is reported");
     }

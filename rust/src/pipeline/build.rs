@@ -20,6 +20,7 @@ use crate::analytics;
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::ids;
+use crate::input::InvocationDir;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
@@ -64,8 +65,12 @@ impl Wanted {
 pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOutput, Error> {
     cancel.check()?;
     let path = req.invocation_dir.join(TIMING_FILE);
+    let dir = InvocationDir::open(&req.invocation_dir).map_err(|source| Error::Io {
+        path: req.invocation_dir.clone(),
+        source,
+    })?;
     let mut warnings = Warnings::new();
-    let text = timing::load(&path, &req.limits, &mut warnings)?;
+    let text = timing::load_in(Some(&dir), &path, &req.limits, &mut warnings)?;
     let mut build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
     let wanted = Wanted::of(req);
     // The model owns its data, so the text is done with. When a trace is
@@ -80,7 +85,7 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     };
     cancel.check()?;
 
-    let statslog = load_statslog(req, wanted, &mut warnings);
+    let statslog = load_statslog(req, &dir, wanted, &mut warnings);
     // compiletools emits ccache data only when the statslog yielded at least
     // one event (spec §3.4, §3.5).
     let ccache = statslog.as_ref().filter(|log| !log.is_empty());
@@ -95,7 +100,7 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
             output.summary.metric_points = points;
         }
         if wanted.traces {
-            apply_side_files(req, &mut build, ccache, &mut warnings);
+            apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
             cancel.check()?;
             let snapshot = ccache.filter(|_| wanted.snapshot);
             let buf = spare.unwrap_or_default();
@@ -215,7 +220,12 @@ fn encode_trace(
 
 /// The statslog of the build, if the receiver passed one and an output
 /// needs it; the blocks are kept only for the trace's attribution.
-fn load_statslog(req: &BuildRequest, wanted: Wanted, warnings: &mut Warnings) -> Option<Statslog> {
+fn load_statslog(
+    req: &BuildRequest,
+    dir: &InvocationDir,
+    wanted: Wanted,
+    warnings: &mut Warnings,
+) -> Option<Statslog> {
     if !(wanted.traces || wanted.metrics) {
         return None;
     }
@@ -225,7 +235,7 @@ fn load_statslog(req: &BuildRequest, wanted: Wanted, warnings: &mut Warnings) ->
     } else {
         Keep::CountsOnly
     };
-    Some(statslog::load(path, &req.limits, keep, warnings))
+    Some(statslog::load(Some(dir), path, &req.limits, keep, warnings))
 }
 
 /// Brings the rules' metadata to what the trace shows: the outcomes log
@@ -233,12 +243,13 @@ fn load_statslog(req: &BuildRequest, wanted: Wanted, warnings: &mut Warnings) ->
 /// the per-TU ccache attribution on top.
 fn apply_side_files(
     req: &BuildRequest,
+    dir: &InvocationDir,
     build: &mut Build,
     ccache: Option<&Statslog>,
     warnings: &mut Warnings,
 ) {
     if let Some(path) = req.outcomes.as_deref() {
-        let log = outcomes::load(path, &req.limits, warnings);
+        let log = outcomes::load(Some(dir), path, &req.limits, warnings);
         outcomes::merge(build, &log);
     }
     if let Some(log) = ccache {

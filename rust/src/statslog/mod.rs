@@ -20,7 +20,7 @@ pub use attribution::attribute;
 pub use parse::{parse, parse_counts, Block, EventCount, Primary, Statslog};
 pub use summary::CcacheSummary;
 
-use crate::input::{read_side_file, SideFile};
+use crate::input::{read_side_file, InvocationDir, SideFile};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -45,8 +45,14 @@ const STATSLOG_FILE: SideFile = SideFile {
 /// size limit is empty too, with a warning (the receiver was told it holds
 /// data for the build, so losing it is worth a line); a read error in the
 /// middle keeps the complete lines read before it, with a warning.
-pub fn load(path: &Path, limits: &Limits, keep: Keep, warnings: &mut Warnings) -> Statslog {
-    let Some(bytes) = read_side_file(path, limits.max_file_bytes, STATSLOG_FILE, warnings) else {
+pub fn load(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    limits: &Limits,
+    keep: Keep,
+    warnings: &mut Warnings,
+) -> Statslog {
+    let Some(bytes) = read_side_file(dir, path, limits.max_file_bytes, STATSLOG_FILE, warnings) else {
         return Statslog::default();
     };
     match keep {
@@ -64,9 +70,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Warnings::new();
         let limits = Limits::default();
-        assert!(load(&dir.path().join("nope"), &limits, Keep::Blocks, &mut w).is_empty());
+        assert!(load(None, &dir.path().join("nope"), &limits, Keep::Blocks, &mut w).is_empty());
         assert!(w.is_empty(), "a missing statslog is no news");
-        assert!(load(dir.path(), &limits, Keep::Blocks, &mut w).is_empty());
+        assert!(load(None, dir.path(), &limits, Keep::Blocks, &mut w).is_empty());
         assert_eq!(w.clone().into_lines().len(), 1, "a directory is worth a warning");
 
         let p = dir.path().join("ccache.statslog");
@@ -76,14 +82,14 @@ mod tests {
             ..Limits::default()
         };
         let mut w = Warnings::new();
-        assert!(load(&p, &small, Keep::Blocks, &mut w).is_empty());
+        assert!(load(None, &p, &small, Keep::Blocks, &mut w).is_empty());
         assert_eq!(w.into_lines().len(), 1);
 
         let mut w = Warnings::new();
-        let log = load(&p, &limits, Keep::Blocks, &mut w);
+        let log = load(None, &p, &limits, Keep::Blocks, &mut w);
         assert_eq!(log.count("cache_miss"), 1);
         assert_eq!(log.blocks().len(), 1);
-        let log = load(&p, &limits, Keep::CountsOnly, &mut w);
+        let log = load(None, &p, &limits, Keep::CountsOnly, &mut w);
         assert_eq!((log.count("cache_miss"), log.blocks().len()), (1, 0));
         assert!(w.is_empty());
     }

@@ -25,14 +25,24 @@ pub use result::{build_result, BuildResult};
 pub use text::LenientText;
 
 use crate::error::Error;
-use crate::input::read_bounded;
+use crate::input::{read_bounded_in, InvocationDir};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
 /// Reads `path` within `limits.max_file_bytes` and repairs its text; the
 /// model is then decoded from the returned text with [`decode::decode`].
 pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Result<LenientText, Error> {
-    let bytes = read_bounded(path, limits.max_file_bytes)?;
+    load_in(None, path, limits, warnings)
+}
+
+/// [`load`], with `path` opened relative to its open invocation directory.
+pub fn load_in(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    limits: &Limits,
+    warnings: &mut Warnings,
+) -> Result<LenientText, Error> {
+    let bytes = read_bounded_in(dir, path, limits.max_file_bytes)?;
     let text = LenientText::from_bytes(bytes);
     for w in text.warnings() {
         warnings.push(format!("{}: {w}", path.display()));

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The fault campaign of issue 13 against the real collector.
+
+    make chaos              # full: 1,000-build kill -9 storm with 10 kills, 60 s outage
+    make test-chaos-fast    # the subset `make test` runs (pytest tests/chaos)
+    .venv/bin/python tests/chaos/chaos.py [--fast] [--only kill,outage,hostile]
+
+Prints the table fault x builds sent x delivered x lost x duplicates x
+warnings and writes it to _build/chaos/results.md (and .json).
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+import scenarios  # noqa: E402
+
+FULL = {"kill": dict(backlog=1000, added=200, kills=10), "outage": dict(backlog=300, down_s=60.0),
+        "hostile": dict(good=20)}
+FAST = {"kill": dict(backlog=120, added=30, kills=3), "outage": dict(backlog=60, down_s=10.0),
+        "hostile": dict(good=5)}
+
+
+def hostile_rows(h):
+    rows = [scenarios.row(f"hostile: {c['case']}", 1, int(c["sent"]), 0, 0, c["warnings"],
+                          f"expect {c['expect']}") for c in h["cases"]]
+    rows.append(scenarios.row(f"hostile: good builds beside {len(h['cases'])} cases", h["good_sent"],
+                              h["good_delivered"], h["good_sent"] - h["good_delivered"], 0, 0,
+                              f"peak RSS {h['peak_rss_kib']} KiB; alive {h['alive']}; exit {h['exit']}"))
+    return rows
+
+
+def hostile_mismatches(h):
+    """Cases whose outcome is not the one the table expects."""
+    bad = []
+    for c in h["cases"]:
+        ok = {"refused": not c["sent"] and c["warnings"] >= 1,
+              "sent": c["sent"] and c["warnings"] >= 1,
+              "read": c["sent"],
+              "ignored": not c["sent"]}[c["expect"]]
+        if not ok:
+            bad.append(c)
+    return bad
+
+
+def table(rows):
+    head = "| fault | builds sent | delivered | lost | duplicates | warnings | notes |\n|---|---|---|---|---|---|---|\n"
+    return head + "".join(
+        f"| {r['fault']} | {r['sent']} | {r['delivered']} | {r['lost']} | {r['duplicates']} | {r['warnings']} | {r['notes']} |\n"
+        for r in rows)
+
+
+def write_results(rows, name):
+    out = harness.REPO / "_build" / "chaos"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.md").write_text(table(rows))
+    (out / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    return out / f"{name}.md"
+
+
+def run(binary, sizes, only, scratch):
+    rows, hostile = [], None
+    if "kill" in only:
+        rows.append(scenarios.kill_storm(binary, scratch, **sizes["kill"]))
+    if "outage" in only:
+        for variant in ("packaged", "memory"):
+            rows.append(scenarios.outage(binary, scratch, variant=variant, **sizes["outage"]))
+    if "hostile" in only:
+        hostile = scenarios.hostile(binary, scratch, **sizes["hostile"])
+        rows += hostile_rows(hostile)
+    return rows, hostile
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fast", action="store_true")
+    ap.add_argument("--only", default="kill,outage,hostile")
+    args = ap.parse_args()
+    binary = harness.collector_mod.binary_path()
+    with tempfile.TemporaryDirectory(prefix="chaos-") as scratch:
+        rows, hostile = run(binary, FAST if args.fast else FULL, args.only.split(","), Path(scratch))
+    print(table(rows))
+    print(f"written to {write_results(rows, 'fast' if args.fast else 'results')}")
+    if hostile is not None:
+        for c in hostile_mismatches(hostile):
+            print(f"UNEXPECTED: {c}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
