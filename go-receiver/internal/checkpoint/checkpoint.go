@@ -50,7 +50,15 @@ type Store struct {
 	records map[string]Record
 	client  storage.Client // nil: memory only
 	walker  storage.Walker // nil: the client cannot range, keep an index key
+	// unsaved are records kept in memory whose write failed (a full or
+	// read-only disk): remembered so this process does not send the build
+	// again on every poll, written with the next Put that succeeds.
+	unsaved map[string]bool
 }
+
+// maxUnsavedPerPut bounds the earlier failed records one Put writes again,
+// so a long outage of the disk does not make a single write huge.
+const maxUnsavedPerPut = 256
 
 // NewMemory returns a store that forgets everything on restart.
 func NewMemory() *Store { return &Store{records: map[string]Record{}} }
@@ -129,25 +137,60 @@ func (s *Store) Put(ctx context.Context, dir string, r Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, existed := s.records[dir]
-	if s.client != nil {
-		value, err := json.Marshal(r)
+	s.records[dir] = r
+	if s.client == nil {
+		return nil
+	}
+	retried, err := s.write(ctx, dir, !existed)
+	if err != nil {
+		if s.unsaved == nil {
+			s.unsaved = map[string]bool{}
+		}
+		s.unsaved[dir] = true
+		return fmt.Errorf("writing checkpoint of %s (kept in memory until a write succeeds): %w", dir, err)
+	}
+	delete(s.unsaved, dir)
+	for _, d := range retried {
+		delete(s.unsaved, d)
+	}
+	return nil
+}
+
+// write persists the record of dir, and up to maxUnsavedPerPut records
+// whose earlier write failed, in one batch; it returns those it retried.
+func (s *Store) write(ctx context.Context, dir string, isNew bool) ([]string, error) {
+	ops := make([]*storage.Operation, 0, 2)
+	var retried []string
+	add := func(d string) error {
+		value, err := json.Marshal(s.records[d])
 		if err != nil {
 			return err
 		}
-		ops := []*storage.Operation{storage.SetOperation(keyPrefix+dir, value)}
-		if s.walker == nil && !existed {
-			idx, err := s.indexWith(dir, "")
-			if err != nil {
-				return err
-			}
-			ops = append(ops, storage.SetOperation(indexKey, idx))
+		ops = append(ops, storage.SetOperation(keyPrefix+d, value))
+		return nil
+	}
+	if err := add(dir); err != nil {
+		return nil, err
+	}
+	for d := range s.unsaved {
+		if len(retried) == maxUnsavedPerPut {
+			break
 		}
-		if err := s.client.Batch(ctx, ops...); err != nil {
-			return fmt.Errorf("writing checkpoint of %s: %w", dir, err)
+		if d != dir {
+			if err := add(d); err != nil {
+				return nil, err
+			}
+			retried = append(retried, d)
 		}
 	}
-	s.records[dir] = r
-	return nil
+	if s.walker == nil && (isNew || len(s.unsaved) > 0) {
+		idx, err := s.indexWith("", "") // s.records already holds dir
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, storage.SetOperation(indexKey, idx))
+	}
+	return retried, s.client.Batch(ctx, ops...)
 }
 
 // Forget drops the record of dir (its directory is gone).
@@ -171,6 +214,7 @@ func (s *Store) Forget(ctx context.Context, dir string) error {
 		}
 	}
 	delete(s.records, dir)
+	delete(s.unsaved, dir)
 	return nil
 }
 

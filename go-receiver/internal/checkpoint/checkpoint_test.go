@@ -2,7 +2,9 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"syscall"
 	"testing"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -10,8 +12,9 @@ import (
 
 // mapClient is a storage client without Walker, so the index path is used.
 type mapClient struct {
-	mu sync.Mutex
-	m  map[string][]byte
+	mu   sync.Mutex
+	m    map[string][]byte
+	full bool // every Batch fails, as on a full or read-only disk
 }
 
 func (c *mapClient) Get(_ context.Context, k string) ([]byte, error) {
@@ -35,6 +38,12 @@ func (c *mapClient) Delete(_ context.Context, k string) error {
 }
 
 func (c *mapClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	c.mu.Lock()
+	full := c.full
+	c.mu.Unlock()
+	if full {
+		return syscall.ENOSPC
+	}
 	for _, op := range ops {
 		switch op.Type {
 		case storage.Set:
@@ -88,5 +97,39 @@ func TestMemoryStore(t *testing.T) {
 	}
 	if r, ok := s.Get("/x"); !ok || r.State != Skipped {
 		t.Fatal("memory store lost a record")
+	}
+}
+
+// A write that fails (disk full) keeps the record in memory, so the build is
+// not sent again on every poll, and the next write that succeeds persists it.
+func TestFailedWriteIsKeptAndRetried(t *testing.T) {
+	ctx := context.Background()
+	client := &mapClient{m: map[string][]byte{}}
+	s, err := Open(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.full = true
+	if err := s.Put(ctx, "/a/1", Record{State: Delivered, TimingSize: 1}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("want the disk's error, got %v", err)
+	}
+	if _, ok := s.Get("/a/1"); !ok {
+		t.Fatal("a record whose write failed is forgotten: the build would be sent on every poll")
+	}
+	if again, _ := Open(ctx, client); again.Len() != 0 {
+		t.Fatal("nothing can have been written while the disk was full")
+	}
+	client.full = false
+	if err := s.Put(ctx, "/a/2", Record{State: Delivered, TimingSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/a/1", "/a/2"} {
+		if r, ok := again.Get(d); !ok || r.State != Delivered {
+			t.Fatalf("%s not persisted once the disk had room: %+v", d, r)
+		}
 	}
 }
