@@ -162,12 +162,25 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 		if res.Anomalies > 0 {
 			r.telemetry.ReceiverCompiletoolsCasAnomalies.Add(ctx, int64(res.Anomalies))
 		}
-		for _, w := range res.Warnings {
-			r.logger.Warn("CAS scan", zap.String("variant", g.variant), zap.String("warning", w))
-		}
+		r.logCASWarnings(g.variant, res.Warnings)
 		if err := errors.Join(r.consume(ctx, want, res.Output)); err != nil {
 			// A snapshot is superseded by the next scan: no retry.
 			r.logger.Debug("CAS snapshot not accepted", zap.String("variant", g.variant), zap.Error(err))
 		}
 	}
+}
+
+// logCASWarnings logs the warnings of a scan not given by the variant's
+// previous scan: a problem is logged when it appears, not every scan while
+// it lasts (the anomaly count still counts every scan's).
+func (r *compiletoolsReceiver) logCASWarnings(variant string, warnings []string) {
+	last := r.casWarned[variant]
+	current := make(map[string]bool, len(warnings))
+	for _, w := range warnings {
+		current[w] = true
+		if !last[w] {
+			r.logger.Warn("CAS scan", zap.String("variant", variant), zap.String("warning", w))
+		}
+	}
+	r.casWarned[variant] = current
 }

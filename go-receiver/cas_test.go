@@ -15,6 +15,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
@@ -225,4 +228,38 @@ func TestCASRescansSeeChangesThroughTheCache(t *testing.T) {
 		last, _ := gaugeValues(all[len(all)-1])
 		return last["obj"]["ct.cas.total_entries"] == 30 && last["obj"]["ct.cas.total_bytes"] == first["obj"]["ct.cas.total_bytes"]+1000
 	})
+}
+
+// A CAS problem that lasts (here a cell that is a file, on a host an
+// unreadable shard) is logged when it appears, not on every scan.
+func TestCASWarningLoggedOnceWhileItLasts(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "gcc.debug")
+	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t.TempDir())
+	cfg.CAS.Stores = []CASStore{{Kind: "obj", Path: notDir}}
+	cfg.CAS.InitialDelay = 0
+	cfg.CAS.ScanInterval = 20 * time.Millisecond
+	core, logs := observer.New(zapcore.WarnLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	sink := new(consumertest.MetricsSink)
+	r, err := NewFactory().CreateMetrics(context.Background(), set, cfg, sink)
+	runUntilCleanup(t, r, err)
+	waitFor(t, "five scans", func() bool { return len(sink.AllMetrics()) >= 5 })
+	lines := map[string]int{} // by warning
+	for _, e := range logs.All() {
+		if e.Message == "CAS scan" {
+			lines[e.ContextMap()["warning"].(string)]++
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatal("the cell that is a file was not warned about")
+	}
+	for w, n := range lines {
+		if n != 1 {
+			t.Errorf("logged %d times over %d scans, want once: %s", n, len(sink.AllMetrics()), w)
+		}
+	}
 }

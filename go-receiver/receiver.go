@@ -49,6 +49,9 @@ type compiletoolsReceiver struct {
 	// casFailingPools are the CAS pools whose listing failed and was
 	// logged, until it works again; used by the CAS goroutine only.
 	casFailingPools map[string]bool
+	// casWarned are the warnings of each variant's last CAS scan, logged
+	// once: an unreadable shard stays unreadable scan after scan.
+	casWarned map[string]map[string]bool
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -181,6 +184,7 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}
+	r.casWarned = map[string]map[string]bool{}
 	return nil
 }
 
