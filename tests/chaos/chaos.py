@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The fault campaign of issue 13 against the real collector.
 
-    make chaos              # full: 1,000-build kill -9 storm with 10 kills, 60 s outage
+    make chaos              # full: 1,000-build kill -9 storm with 10 kills, 60 s outage,
+                            # 1,000 unreadable builds, state disk full and read-only
     make test-chaos-fast    # the subset `make test` runs (pytest tests/chaos)
-    .venv/bin/python tests/chaos/chaos.py [--fast] [--only kill,outage,hostile]
+    .venv/bin/python tests/chaos/chaos.py [--fast] [--only kill,outage,perm,disk,identity,hostile]
 
 Prints the table fault x builds sent x delivered x lost x duplicates x
 warnings and writes it to _build/chaos/results.md (and .json).
@@ -21,9 +22,11 @@ import harness  # noqa: E402
 import scenarios  # noqa: E402
 
 FULL = {"kill": dict(backlog=1000, added=200, kills=10), "outage": dict(backlog=300, down_s=60.0),
-        "hostile": dict(good=20)}
+        "hostile": dict(good=20), "perm": dict(unreadable=1000, good=20),
+        "disk": dict(backlog=300, later=50)}
 FAST = {"kill": dict(backlog=120, added=30, kills=3), "outage": dict(backlog=60, down_s=10.0),
-        "hostile": dict(good=5)}
+        "hostile": dict(good=5), "perm": dict(unreadable=100, good=5),
+        "disk": dict(backlog=40, later=10)}
 
 
 def hostile_rows(h):
@@ -33,6 +36,17 @@ def hostile_rows(h):
                               h["good_delivered"], h["good_sent"] - h["good_delivered"], 0, 0,
                               f"peak RSS {h['peak_rss_kib']} KiB; alive {h['alive']}; exit {h['exit']}"))
     return rows
+
+
+def permission_rows(p):
+    pp = p["per_path"]
+    most = max(pp.values())
+    notes = (f"log lines per poll once seen: {p['steady_lines_per_poll']:.2f}; most warnings for one path: {most}; "
+             f"closed parent: {pp['closed parent']}, CAS shard: {pp['CAS shard']}; "
+             f"path_problems {p['path_problems']}, parse_failures {p['parse_failures']}")
+    return [scenarios.row(f"non-root: {p['unreadable']} unreadable builds (timing.json / dir 000), "
+                          "parent and CAS shard 000", p["good_sent"], p["good_delivered"],
+                          p["good_sent"] - p["good_delivered"], 0, p["total_warnings"], notes)]
 
 
 def hostile_mismatches(h):
@@ -70,6 +84,13 @@ def run(binary, sizes, only, scratch):
     if "outage" in only:
         for variant in ("packaged", "memory"):
             rows.append(scenarios.outage(binary, scratch, variant=variant, **sizes["outage"]))
+    if "perm" in only:
+        rows += permission_rows(scenarios.permissions(binary, scratch, **sizes["perm"]))
+    if "disk" in only:
+        for mode in ("full", "ro"):
+            rows.append(scenarios.disk_fault(binary, scratch, mode=mode, **sizes["disk"]))
+    if "identity" in only:
+        rows += scenarios.identity(binary, scratch)
     if "hostile" in only:
         hostile = scenarios.hostile(binary, scratch, **sizes["hostile"])
         rows += hostile_rows(hostile)
@@ -79,7 +100,7 @@ def run(binary, sizes, only, scratch):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fast", action="store_true")
-    ap.add_argument("--only", default="kill,outage,hostile")
+    ap.add_argument("--only", default="kill,outage,perm,disk,identity,hostile")
     args = ap.parse_args()
     binary = harness.collector_mod.binary_path()
     with tempfile.TemporaryDirectory(prefix="chaos-") as scratch:

@@ -3,8 +3,12 @@ state directory, builds written the way ct-cake finishes them, and what the
 sink received, per build."""
 
 import os
+import pwd
 import shutil
+import subprocess
 import sys
+import tempfile
+import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -49,19 +53,22 @@ def finish_build(diag, name, timing=None, statslog=None):
     return d
 
 
-def start_packaged(binary, work, state, diag, sink, extra=(), poll="200ms"):
-    """The packaged config (deploy/packages), its state moved into `state`."""
+def start_packaged(binary, work, state, diag, sink, extra=(), poll="200ms", user=None, capture=None):
+    """The packaged config (deploy/packages), its state moved into `state`;
+    `diag` is one include glob or a list of them; run as `user` if given."""
     health = collector_mod.free_port()
+    metrics = collector_mod.free_port()
+    include = str(diag) if isinstance(diag, (str, Path)) else "[" + ", ".join(map(str, diag)) + "]"
     env = {**read_environment_file(PACKAGES / "otelcol-compiletools.env"),
            "PATH": "/usr/bin:/bin",
            "OTELCOL_COMPILETOOLS_OTLP_ENDPOINT": sink.endpoint,
-           "OTELCOL_COMPILETOOLS_INCLUDE": str(diag),
+           "OTELCOL_COMPILETOOLS_INCLUDE": include,
            "OTELCOL_COMPILETOOLS_HOST_NAME": HOST,
            "OTELCOL_COMPILETOOLS_HEALTH_ENDPOINT": f"127.0.0.1:{health}",
-           "OTELCOL_COMPILETOOLS_METRICS_PORT": str(collector_mod.free_port())}
+           "OTELCOL_COMPILETOOLS_METRICS_PORT": str(metrics)}
     argv = [binary, "--config", PACKAGES / "config.yaml",
             f"--set=extensions.file_storage.directory={state / 'file_storage'}",
-            f"--set=receivers.compiletools.capture.directory={state / 'capture'}",
+            f"--set=receivers.compiletools.capture.directory={capture or state / 'capture'}",
             f"--set=receivers.compiletools.poll_interval={poll}",
             "--set=receivers.compiletools.settle_timeout=1s",
             "--set=receivers.compiletools.start_at=beginning",
@@ -70,7 +77,8 @@ def start_packaged(binary, work, state, diag, sink, extra=(), poll="200ms"):
             # bad builds shows only its first 10 warnings. Off, so each
             # warning can be counted (the counts are self-metrics anyway).
             "--set=service.telemetry.logs.sampling.enabled=false", *extra]
-    proc = ServiceCollector(argv, work, health, env=env, config_path=PACKAGES / "config.yaml")
+    proc = ServiceCollector(argv, work, health, env=env, user=user, config_path=PACKAGES / "config.yaml")
+    proc.metrics_port = metrics
     return proc.start()
 
 
@@ -123,3 +131,40 @@ def warning_lines(procs, needle):
 
 def rmtree(path):
     shutil.rmtree(path, ignore_errors=True)
+
+
+CHAOS_USER = "ctchaos"
+
+
+def ensure_user(name=CHAOS_USER):
+    """A system user without a home to run the collector as (CI runs as
+    root, which reads everything); created once, reused after."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                       check=True)
+    return name
+
+
+def scratch_for_others(prefix):
+    """A scratch directory the chaos user can reach: pytest's and
+    tempfile's own are 0700 under root."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    root.chmod(0o755)
+    return root
+
+
+def self_metric(proc, name):
+    """The sum of a self-metric's series on the collector's Prometheus
+    endpoint (None if it cannot be scraped)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{proc.metrics_port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(f"otelcol_{name}") and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

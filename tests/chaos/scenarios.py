@@ -1,8 +1,10 @@
 """The fault scenarios of issue 13. Each returns a result row:
 fault, builds sent, delivered, lost, duplicates, warnings, notes."""
 
+import json
 import os
 import random
+import subprocess
 import tempfile
 import threading
 import time
@@ -68,10 +70,10 @@ def kill_storm(binary, scratch, backlog, added, kills, seed=13):
         got = harness.Deliveries([sink])
     delivered = got.delivered(set(names))
     dups, exact = got.duplicates()
+    warnings = harness.warning_lines(procs, "")   # before the logs go with root
     harness.rmtree(root)
     return row(f"kill -9 storm ({kills} kills)", len(names), len(delivered),
-               len(names) - len(delivered), dups,
-               sum(harness.warning_lines([p], "") for p in procs),
+               len(names) - len(delivered), dups, warnings,
                f"re-sent with other ids: {got.resent_with_other_ids()}; duplicates exact: {exact}")
 
 
@@ -112,9 +114,10 @@ def outage(binary, scratch, backlog, down_s, variant):
         proc.stop()
     delivered = got.delivered(set(names))
     dups, exact = got.duplicates()
+    warnings = harness.warning_lines([proc], "")   # before the logs go with root
     harness.rmtree(root)
     return row(f"sink down {down_s:g} s ({variant})", len(names), len(delivered),
-               len(names) - len(delivered), dups, harness.warning_lines([proc], ""),
+               len(names) - len(delivered), dups, warnings,
                f"duplicates exact: {exact}")
 
 
@@ -158,3 +161,281 @@ def hostile(binary, scratch, good):
     harness.rmtree(root)
     return {"cases": results, "good_sent": len(goods), "good_delivered": len(delivered),
             "alive": alive, "exit": code, "peak_rss_kib": rss}
+
+
+def _cas_store(root, unreadable_shard):
+    """An obj store cell with one readable shard and one the collector's
+    user cannot list."""
+    cell = root / "cas-objdir" / "gcc.debug"
+    for shard in ("02", unreadable_shard):
+        (cell / shard).mkdir(parents=True)
+        (cell / shard / f"extra_{shard}2e522ad279_46f0458f99c663_0000000000000001.o").write_bytes(b"\0" * 64)
+    (cell / unreadable_shard).chmod(0)
+    return cell
+
+
+def permissions(binary, scratch, unreadable, good, steady_s=6.0):
+    """The collector as an unprivileged user (harness.CHAOS_USER) beside
+    `unreadable` builds it cannot read (half with timing.json mode 000,
+    half with the invocation directory mode 000), a diagnostics parent it
+    cannot list, a CAS shard it cannot list, and `good` ordinary builds.
+    Each unreadable path must be warned about once, not on every poll:
+    after the first passes the log must stay quiet."""
+    user = harness.ensure_user()
+    root = harness.scratch_for_others("chaos-perm-")
+    diag, closed, state = root / "diag", root / "closed-parent", root / "state"
+    for d in (diag, closed, state):
+        d.mkdir()
+    pw = harness.pwd.getpwnam(user)
+    os.chown(state, pw.pw_uid, pw.pw_gid)
+    # The build directory is root's own (0750): a copy the user may run.
+    runnable = root / "otelcol-compiletools"
+    harness.shutil.copy2(binary, runnable)
+    runnable.chmod(0o755)
+    bad = [harness.build_name(i, hour=1) for i in range(unreadable)]
+    for i, n in enumerate(bad):
+        d = harness.finish_build(diag, n)
+        (d / "timing.json").chmod(0) if i % 2 == 0 else d.chmod(0)
+    harness.finish_build(closed, harness.build_name(0, hour=2))
+    closed.chmod(0)
+    cell = _cas_store(root, "0a")
+    cas_cfg = root / "cas.yaml"
+    cas_cfg.write_text("receivers:\n  compiletools:\n    cas:\n"
+                       f"      stores: [{{kind: obj, path: {cell}}}]\n"
+                       "      initial_delay: 0s\n      collection_interval: 1s\n")
+    cas_cfg.chmod(0o644)
+    goods = [harness.build_name(i, hour=12) for i in range(good)]
+    for n in goods:
+        harness.finish_build(diag, n)
+    with OtlpSink() as sink:
+        proc = harness.start_packaged(runnable, root / "c", state, [diag, closed], sink,
+                                      extra=[f"--config={cas_cfg}"], user=user)
+        try:
+            want = set(goods)
+            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(want) == want, 120)
+            time.sleep(2.0)   # the first passes have seen every path
+            before = harness.warning_lines([proc], "")
+            time.sleep(steady_s)
+            after = harness.warning_lines([proc], "")
+            problems = harness.self_metric(proc, "receiver_compiletools_path_problems")
+            failures = harness.self_metric(proc, "receiver_compiletools_parse_failures")
+            got = harness.Deliveries([sink])
+            text = proc.stderr_text()
+        finally:
+            code = proc.stop()
+    warn = [line for line in text.splitlines() if "warn" in line.lower()]
+    per_path = {}
+    for n in bad:
+        per_path[n] = sum(1 for line in warn if n in line)
+    per_path["closed parent"] = sum(1 for line in warn if f'"{closed}"' in line)
+    per_path["CAS shard"] = sum(1 for line in warn if "CAS scan" in line and "/0a" in line)
+    polls = steady_s / 0.2
+    delivered = got.delivered(set(goods))
+    for p in (closed, cell / "0a"):
+        p.chmod(0o755)
+    for n in bad:
+        (diag / n).chmod(0o755)
+    log = harness.REPO / "_build" / "chaos" / "permissions-collector.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(text)
+    harness.rmtree(root)
+    return {"good_sent": len(goods), "good_delivered": len(delivered), "exit": code,
+            "unreadable": unreadable, "per_path": per_path,
+            "bad_sent": sum(1 for n in bad if got.trace_ids.get(n)),
+            "steady_lines_per_poll": (after - before) / polls, "total_warnings": len(warn),
+            "path_problems": problems, "parse_failures": failures}
+
+
+def _fill(mount):
+    """Writes a filler file until the filesystem says ENOSPC, in ever
+    smaller writes so not even a page is left."""
+    with open(mount / "filler", "wb", buffering=0) as f:
+        for size in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+
+
+def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
+    """mode "full": the state directory (file_storage and capture.directory)
+    on a small tmpfs filled to ENOSPC, then `backlog` builds and half of
+    `later` builds with live statslogs (every 4th); then room again, the
+    other half, and a restart on the same state. mode "ro": the same with
+    capture.directory on a read-only tmpfs; then the state's filesystem read-only at a
+    restart (a filesystem with files open for writing cannot be remounted
+    read-only), the collector must refuse to start with a clear error, and
+    start again on it once writable. Nothing may be lost, duplicates must
+    be exact, the checkpoints must open after the fault."""
+    root = Path(tempfile.mkdtemp(prefix=f"chaos-disk-{mode}-", dir=scratch))
+    mount, cap = root / "fs", root / "cap"
+    mounted = []
+    for m in (mount, cap):
+        m.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(m)], check=True)
+        mounted.append(m)
+    remount = lambda m, how: subprocess.run(["mount", "-o", f"remount,{how}", str(m)], check=True)  # noqa: E731
+    refused = ""
+    try:
+        # The builds on another filesystem, as on most hosts: capture copies.
+        diag, state = root / "diag", mount / "state"
+        diag.mkdir()
+        state.mkdir()
+        (cap / "capture").mkdir()
+        capture = cap / "capture" if mode == "ro" else None
+        names = [harness.build_name(i) for i in range(backlog + later)]
+        half = backlog + later // 2
+
+        def write_live(batch):
+            """Every 4th build runs (its statslog there, no timing.json)
+            long enough for a poll to capture it, as a real build does."""
+            for i, n in enumerate(batch):
+                if i % 4:
+                    harness.finish_build(diag, n)
+                    continue
+                d = diag / n
+                d.mkdir()
+                (d / "ccache.statslog").write_text(STATSLOG)
+                time.sleep(0.5)
+                tmp = d / ".tmp.timing.json"
+                tmp.write_bytes(harness.case_timing())
+                os.rename(tmp, d / "timing.json")
+                time.sleep(0.3)
+                os.unlink(d / "ccache.statslog")
+
+        def wait_all(upto):
+            want = set(names[:upto])
+            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(want) == want, 120)
+            sink.wait_quiet(2.0, 30)
+
+        procs = []
+        with OtlpSink() as sink:
+            if mode == "ro":
+                remount(cap, "ro")
+            procs.append(harness.start_packaged(binary, root / "c0", state, diag, sink, capture=capture))
+            if mode == "full":
+                _fill(mount)
+            for n in names[:backlog]:
+                harness.finish_build(diag, n)
+            write_live(names[backlog:half])
+            wait_all(half)
+            resent_during, _ = harness.Deliveries([sink]).duplicates()
+            if mode == "full":
+                (mount / "filler").unlink()
+            else:
+                procs[0].stop()
+                remount(mount, "ro")
+                try:
+                    procs.append(harness.start_packaged(binary, root / "c-ro", state, diag, sink,
+                                                        capture=capture))
+                    refused = "started on a read-only state"
+                except Exception:  # noqa: BLE001 - the refusal is the expected outcome
+                    err = (root / "c-ro" / "collector.stderr").read_text()
+                    refused = ("refused: read-only file system" if "read-only file system" in err
+                               else "refused without saying why")
+                remount(mount, "rw")
+                remount(cap, "rw")
+                procs.append(harness.start_packaged(binary, root / "c1", state, diag, sink, capture=capture))
+            write_live(names[half:])
+            wait_all(len(names))
+            procs[-1].stop()
+            procs.append(harness.start_packaged(binary, root / "c2", state, diag, sink, capture=capture))
+            time.sleep(3.0)
+            sink.wait_quiet(2.0, 30)
+            procs[-1].stop()
+            got = harness.Deliveries([sink])
+        text = "".join(p.stderr_text() for p in procs)
+    finally:
+        for m in mounted:
+            subprocess.run(["umount", "-l", str(m)], check=False)
+    delivered = got.delivered(set(names))
+    dups, exact = got.duplicates()
+    checkpoint_errors = sum(1 for line in text.splitlines() if "cannot write checkpoint" in line)
+    capture_warnings = sum(1 for line in text.splitlines() if "captur" in line and "warn" in line.lower())
+    problems = sum(1 for line in text.splitlines() if line.split("\t")[1:2] in (["warn"], ["error"]))
+    log = harness.REPO / "_build" / "chaos" / f"disk-{mode}-collector.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(text)
+    harness.rmtree(root)
+    if mode == "full":
+        label = "state + capture disk full (ENOSPC), then room again, restart"
+        extra = f"checkpoint write errors: {checkpoint_errors}"
+    else:
+        label = "capture dir read-only; state read-only at a restart, then writable"
+        extra = f"capture warnings: {capture_warnings}; start on read-only state: {refused}"
+    return row(label, len(names), len(delivered), len(names) - len(delivered), dups,
+               problems,
+               f"{extra}; re-sent while faulty: {resent_during}; "
+               f"re-sent with other ids: {got.resent_with_other_ids()}; duplicates exact: {exact}")
+
+
+def _timing_with(timestamp):
+    """The case's timing.json with its top-level timestamp replaced (it is
+    part of the trace id; the span times keep their anchor)."""
+    doc = json.loads(harness.case_timing())
+    doc["timestamp"] = timestamp
+    return json.dumps(doc).encode()
+
+
+def identity(binary, scratch):
+    """Clock and identity: the same invocation id under two diagnostics
+    parents (two builds, two traces); PID reuse in a settled directory (a
+    new timing.json there, with its own timestamp, is a new build: a second
+    trace, the first not re-sent); timestamps far in the future and past
+    within what the format allows. Returns one row per case."""
+    root = Path(tempfile.mkdtemp(prefix="chaos-identity-", dir=scratch))
+    p1, p2, state = root / "p1", root / "p2", root / "state"
+    for d in (p1, p2):
+        d.mkdir()
+    same = harness.build_name(0)
+    reused = harness.build_name(1)
+    future, past = harness.build_name(2), harness.build_name(3)
+    harness.finish_build(p1, same)
+    harness.finish_build(p2, same)
+    harness.finish_build(p1, reused)
+    harness.finish_build(p1, future, timing=_timing_with("2199-12-31T23:59:59.000000+00:00"))
+    harness.finish_build(p1, past, timing=_timing_with("1971-01-01T00:00:00.000000+00:00"))
+    with OtlpSink() as sink:
+        proc = harness.start_packaged(binary, root / "c", state, [p1, p2], sink)
+        try:
+            sink.wait_for(lambda: len(harness.Deliveries([sink]).trace_ids.get(reused, ())) == 1, 60)
+            sink.wait_quiet(1.5, 30)
+            # The PID comes round again: the same directory name, a new build.
+            d = p1 / reused
+            tmp = d / ".tmp.timing.json"
+            tmp.write_bytes(_timing_with("2026-11-30T04:00:00.000000+00:00"))
+            os.rename(tmp, d / "timing.json")
+            sink.wait_for(lambda: len(harness.Deliveries([sink]).trace_ids.get(reused, ())) == 2, 60)
+            sink.wait_quiet(2.0, 30)
+            got = harness.Deliveries([sink])
+            text = proc.stderr_text()
+        finally:
+            proc.stop()
+    log = harness.REPO / "_build" / "chaos" / "identity-collector.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(text)
+    harness.rmtree(root)
+    want = harness.spans_per_build()
+    per_trace = {}
+    for (tid, _sid) in got.copies:
+        per_trace[tid] = per_trace.get(tid, 0) + 1
+    dups, exact = got.duplicates()
+
+    def complete(name):
+        return sum(1 for t in got.trace_ids.get(name, ()) if per_trace.get(t) == want)
+
+    def warned(name):
+        return sum(1 for line in text.splitlines() if name in line and "warn" in line.lower())
+
+    return [
+        row("same invocation id under two parents", 2, complete(same), 2 - complete(same), dups,
+            warned(same), f"traces: {len(got.trace_ids.get(same, ()))}"),
+        row("PID reuse: new timing.json in a settled directory", 2, complete(reused), 2 - complete(reused),
+            dups, warned(reused), f"traces: {len(got.trace_ids.get(reused, ()))}; duplicates exact: {exact}"),
+        row("timestamp 2199-12-31 (far future)", 1, complete(future), 1 - complete(future), 0, warned(future), ""),
+        # The core refuses a start before 2000 (no ct-cake wrote one): not
+        # lost but refused, with its warning.
+        row("timestamp 1971-01-01 (far past)", 1, complete(past), 0, 0, warned(past),
+            "refused: before 2000" if complete(past) == 0 else "sent"),
+    ]

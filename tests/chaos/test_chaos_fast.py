@@ -50,3 +50,42 @@ def test_hostile_files(binary, tmp_path):
     assert h["good_delivered"] == h["good_sent"], h
     assert h["peak_rss_kib"] is not None and h["peak_rss_kib"] < PEAK_RSS_LIMIT_KIB, h
     assert chaos.hostile_mismatches(h) == []
+
+
+def test_permissions_as_non_root(binary, tmp_path):
+    import scenarios
+    p = scenarios.permissions(binary, tmp_path, **chaos.FAST["perm"])
+    ROWS.extend(chaos.permission_rows(p))
+    assert p["exit"] == 0 and p["good_delivered"] == p["good_sent"], p
+    assert p["bad_sent"] == 0, p
+    # One warning per unreadable path, and none on later polls.
+    assert all(n == 1 for n in p["per_path"].values()), p["per_path"]
+    assert p["steady_lines_per_poll"] == 0, p
+    assert p["path_problems"] and p["parse_failures"], p
+
+
+@pytest.mark.parametrize("mode", ["full", "ro"])
+def test_disk_fault(binary, tmp_path, mode):
+    import scenarios
+    r = scenarios.disk_fault(binary, tmp_path, mode=mode, **chaos.FAST["disk"])
+    ROWS.append(r)
+    assert r["lost"] == 0, r
+    assert "re-sent while faulty: 0;" in r["notes"], r
+    if mode == "full":
+        assert "checkpoint write errors: 0;" not in r["notes"], r   # the disk was really full
+    else:
+        assert "refused: read-only file system" in r["notes"], r     # refused with a clear reason
+        assert "capture warnings: 0;" not in r["notes"], r
+    assert "re-sent with other ids: 0;" in r["notes"] and "exact: True" in r["notes"], r
+
+
+def test_identity(binary, tmp_path):
+    import scenarios
+    rows = scenarios.identity(binary, tmp_path)
+    ROWS.extend(rows)
+    same, reused = rows[0], rows[1]
+    assert same["lost"] == 0 and same["notes"] == "traces: 2", same
+    assert reused["lost"] == 0 and reused["notes"].startswith("traces: 2;") and reused["duplicates"] == 0, reused
+    future, past = rows[2], rows[3]
+    assert future["delivered"] == 1, future
+    assert past["notes"] == "refused: before 2000" and past["warnings"] == 1, past
