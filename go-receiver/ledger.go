@@ -56,6 +56,7 @@ type openBuild struct {
 	workTree     string      // root of the git work tree above the build ("": none)
 	gitChecked   bool
 	warned       buildProblem // problems already logged: warn once, not every poll
+	finishedSeen time.Time    // first poll that found its timing.json (monotonic)
 }
 
 // buildProblem is a kind of problem an open build can have.
@@ -112,6 +113,18 @@ func (l *buildLedger) hasCheckpoints() bool { return l.store.Len() > 0 }
 func (l *buildLedger) settledFile(dir string) (discovery.FileID, bool) {
 	rec, ok := l.store.Get(dir)
 	return discovery.FileID{ModNs: rec.TimingModNs, Size: rec.TimingSize}, ok
+}
+
+// finishedSince returns when a poll first found the build finished.
+func (l *buildLedger) finishedSince(dir string, now time.Time) time.Time {
+	var seen time.Time
+	l.update(dir, func(b *openBuild) {
+		if b.finishedSeen.IsZero() {
+			b.finishedSeen = now
+		}
+		seen = b.finishedSeen
+	})
+	return seen
 }
 
 // warnOnce reports whether an open build's problem of this kind is new,

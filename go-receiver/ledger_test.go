@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -159,5 +160,35 @@ func TestCASPoolProblemIsForgottenWhenThePoolIsBack(t *testing.T) {
 	r.casGroups()
 	if got := warnings(); got != 2 {
 		t.Fatalf("want a new warning when the pool fails again after it was back, got %d warnings in all", got)
+	}
+}
+
+// A clock stepped back puts timing.json in the future. A statslog its
+// ct-cake left behind must still hold the build only settle_timeout, counted
+// from when the receiver first saw it, not until the clock catches up.
+func TestSettleWaitEndsWhenTheFileIsFromTheFuture(t *testing.T) {
+	parent := t.TempDir()
+	dir := copyCaseBuild(t, "01-geom-shake-cold", parent)
+	if err := os.WriteFile(filepath.Join(dir, "ccache.statslog"), []byte("# /s/a.cpp\ndirect_cache_hit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ahead := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "timing.json"), ahead, ahead); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(parent)
+	cfg.SettleTimeout = 50 * time.Millisecond
+	cfg.Capture.Directory = t.TempDir()
+	sink := new(consumertest.TracesSink)
+	r, _ := pollableReceiver(t, cfg, sink)
+	ctx := context.Background()
+	r.poll(ctx)
+	if sink.SpanCount() != 0 {
+		t.Fatal("sent while its statslog may still be written")
+	}
+	time.Sleep(2 * cfg.SettleTimeout)
+	r.poll(ctx)
+	if sink.SpanCount() == 0 {
+		t.Fatal("still waiting settle_timeout after it was first seen: the build waits for the clock to catch up")
 	}
 }

@@ -104,7 +104,13 @@ func (r *compiletoolsReceiver) skipExisting(ctx context.Context, builds []discov
 // ccache.statslog after writing timing.json; while they exist (and the
 // settle timeout has not passed) the build is not complete.
 func (r *compiletoolsReceiver) stillPostProcessing(b discovery.Build, now time.Time) bool {
-	if now.Sub(b.ModTime) >= r.cfg.SettleTimeout {
+	// The wait ends settle_timeout after the file's time or after this
+	// receiver first saw it, whichever comes first: a clock stepped back
+	// puts the file's time in the future, and a side file left by a
+	// ct-cake that died would otherwise hold the build until the clock
+	// caught up (monotonic time is immune to the step).
+	if now.Sub(b.ModTime) >= r.cfg.SettleTimeout ||
+		now.Sub(r.ledger.finishedSince(b.Dir, now)) >= r.cfg.SettleTimeout {
 		return false
 	}
 	for _, name := range []string{capture.Outcomes, capture.Statslog} {
