@@ -396,10 +396,20 @@ def identity(binary, scratch):
     harness.finish_build(p1, reused)
     harness.finish_build(p1, future, timing=_timing_with("2199-12-31T23:59:59.000000+00:00"))
     harness.finish_build(p1, past, timing=_timing_with("1971-01-01T00:00:00.000000+00:00"))
+    # The clock stepped back an hour after these were written: their
+    # timing.json is "from the future"; the second kept a statslog (its
+    # ct-cake died before deleting it), so only settle_timeout ends its wait.
+    ahead, ahead_left = harness.build_name(4), harness.build_name(5)
+    for n, side in ((ahead, None), (ahead_left, STATSLOG)):
+        d = harness.finish_build(p1, n, statslog=side)
+        t = time.time() + 3600
+        os.utime(d / "timing.json", (t, t))
     with OtlpSink() as sink:
         proc = harness.start_packaged(binary, root / "c", state, [p1, p2], sink)
         try:
             sink.wait_for(lambda: len(harness.Deliveries([sink]).trace_ids.get(reused, ())) == 1, 60)
+            # settle_timeout is 1 s here: 10 s is ample for both.
+            sink.wait_for(lambda: {ahead, ahead_left} <= set(harness.Deliveries([sink]).trace_ids), 10)
             sink.wait_quiet(1.5, 30)
             # The PID comes round again: the same directory name, a new build.
             d = p1 / reused
@@ -438,4 +448,8 @@ def identity(binary, scratch):
         # lost but refused, with its warning.
         row("timestamp 1971-01-01 (far past)", 1, complete(past), 0, 0, warned(past),
             "refused: before 2000" if complete(past) == 0 else "sent"),
+        row("clock stepped back 1 h: timing.json mtime ahead", 1, complete(ahead), 1 - complete(ahead), 0,
+            warned(ahead), ""),
+        row("the same with a statslog left behind (settle_timeout 1 s)", 1, complete(ahead_left),
+            1 - complete(ahead_left), 0, warned(ahead_left), ""),
     ]

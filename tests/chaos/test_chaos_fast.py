@@ -86,6 +86,7 @@ def test_identity(binary, tmp_path):
     same, reused = rows[0], rows[1]
     assert same["lost"] == 0 and same["notes"] == "traces: 2", same
     assert reused["lost"] == 0 and reused["notes"].startswith("traces: 2;") and reused["duplicates"] == 0, reused
-    future, past = rows[2], rows[3]
+    future, past, ahead, ahead_left = rows[2:6]
+    assert ahead["delivered"] == 1 and ahead_left["delivered"] == 1, (ahead, ahead_left)
     assert future["delivered"] == 1, future
     assert past["notes"] == "refused: before 2000" and past["warnings"] == 1, past
