@@ -49,6 +49,9 @@ type Config struct {
 	// error. max_elapsed_time 0 (the default here) retries for as long as the
 	// build is on disk; with retries disabled a failed build is dropped.
 	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// MaxRequestSpans bounds the spans of one traces request: a build's
+	// trace goes to the consumer as several requests of at most this many.
+	MaxRequestSpans int `mapstructure:"max_request_spans"`
 	// Limits bound what the parser reads from one build.
 	Limits LimitsConfig `mapstructure:"limits"`
 	// HostName is `host.name` (and part of the trace id); default: os.Hostname().
@@ -142,6 +145,10 @@ type CASStore struct {
 	_ struct{}
 }
 
+// defaultMaxRequestSpans keeps a traces request far below a default gRPC
+// hop's 4 MiB, even for spans with long attributes (README, Large builds).
+const defaultMaxRequestSpans = 2048
+
 func createDefaultConfig() *Config {
 	retry := configretry.NewDefaultBackOffConfig()
 	// A full exporter queue is the usual retryable error: come back soon,
@@ -155,6 +162,7 @@ func createDefaultConfig() *Config {
 		StartAt:             StartAtEnd,
 		MaxConcurrentBuilds: 2,
 		MaxBuildsPerPoll:    100,
+		MaxRequestSpans:     defaultMaxRequestSpans,
 		ServiceName:         "compiletools",
 		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
 		Capture:             CaptureConfig{Enabled: true},
@@ -197,6 +205,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBuildsPerPoll < 1 {
 		add("max_builds_per_poll: must be at least 1, got %d", c.MaxBuildsPerPoll)
+	}
+	if c.MaxRequestSpans < 1 {
+		add("max_request_spans: must be at least 1, got %d", c.MaxRequestSpans)
 	}
 	if c.Limits.MaxFileSize < 0 || c.Limits.MaxEvents < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxAttributeLength < 0 {
 		add("limits: values must not be negative (0 keeps the default)")
