@@ -145,9 +145,11 @@ type CASStore struct {
 	_ struct{}
 }
 
-// defaultMaxRequestSpans keeps a traces request far below a default gRPC
-// hop's 4 MiB, even for spans with long attributes (README, Large builds).
-const defaultMaxRequestSpans = 2048
+// defaultMaxRequestSpans keeps a traces request under half of a default
+// gRPC hop's 4 MiB even when every span is as large as ct-cake's rules can
+// make one under the default limits (~9 KB: two paths cut at 4096 bytes);
+// typical spans (~450 bytes) make ~90 KB requests. README, Large builds.
+const defaultMaxRequestSpans = 200
 
 func createDefaultConfig() *Config {
 	retry := configretry.NewDefaultBackOffConfig()
