@@ -21,14 +21,14 @@ import (
 
 // pollableReceiver sets up a receiver whose polls the test runs itself, one
 // at a time, instead of a background loop.
-func pollableReceiver(t *testing.T, cfg *Config, next consumer.Traces) (*compiletoolsReceiver, *observer.ObservedLogs) {
+func pollableReceiver(t testing.TB, cfg *Config, next consumer.Traces) (*compiletoolsReceiver, *observer.ObservedLogs) {
 	t.Helper()
 	return pollableReceiverWith(t, cfg, next, receivertest.NewNopSettings(metadata.Type))
 }
 
 // pollableReceiverWith is pollableReceiver with the given settings (e.g.
 // test telemetry); their logger is replaced by the returned observer.
-func pollableReceiverWith(t *testing.T, cfg *Config, next consumer.Traces, set receiver.Settings) (*compiletoolsReceiver, *observer.ObservedLogs) {
+func pollableReceiverWith(t testing.TB, cfg *Config, next consumer.Traces, set receiver.Settings) (*compiletoolsReceiver, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.WarnLevel)
 	set.Logger = zap.New(core)

@@ -53,12 +53,17 @@ def _quiet_service(pipelines, extensions=("health_check",)):
             "pipelines": pipelines}
 
 
+# A 1M-rule build (609 MB of timing.json, 1,000,007 events) is over the
+# receiver's default limits (256 MiB, 1,000,000 events): README, Large builds.
+LARGE_BUILD_LIMITS = {"max_file_size": 1 << 30, "max_events": 2_000_000}
+
+
 def agent(binary, workdir, include, gateway_grpc, receiver_extra=None):
     """Our receiver, exporting over gRPC to the gateway; each Consume
     returns when the gateway accepted the request."""
     health = free_port()
     receiver = {"include": [str(p) for p in include], "poll_interval": "200ms",
-                "host_name": AGENT_HOST_NAME, **(receiver_extra or {})}
+                "host_name": AGENT_HOST_NAME, "limits": LARGE_BUILD_LIMITS, **(receiver_extra or {})}
     config = {
         "receivers": {"compiletools": receiver},
         "exporters": {"otlp_grpc": {
@@ -153,7 +158,12 @@ class Jaeger(ConfiguredCollector):
         return [span for trace in doc.get("data") or [] for span in trace["spans"]]
 
 
+# What the receiver logs when a build will not be (completely) sent.
+GIVE_UP_LOGS = ("cannot read build; skipping it", "dropping it", "dropping build")
+
+
 def gave_up(agent):
-    """The agent exited, or its receiver dropped a build (nothing more of
-    it will come): stop waiting for spans."""
-    return not agent.running() or "dropping it" in agent.stderr_text() or "dropping build" in agent.stderr_text()
+    """The agent exited, or its receiver refused or dropped a build
+    (nothing more of it will come): stop waiting for spans."""
+    log = agent.stderr_text()
+    return not agent.running() or any(msg in log for msg in GIVE_UP_LOGS)
