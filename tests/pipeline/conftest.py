@@ -1,8 +1,9 @@
 """Fixtures: the binaries, the large build, a watched directory, results.
 
-CT_PIPELINE_RULES (default 100000) sets the size of the large build;
-`make e2e-full` runs the suite with 1000000 and keeps the numbers in
-_build/pipeline-results/.
+CT_PIPELINE_RULES (default 100000) sets the size of the large build,
+CT_PIPELINE_JAEGER_RULES (default: the same) the one sent to Jaeger;
+`make e2e-full` runs the suite with 1000000 (Jaeger: 100000) and keeps the
+numbers in _build/pipeline-results/.
 """
 
 import json
@@ -39,6 +40,16 @@ def jaeger_binary():
 @pytest.fixture(scope="session")
 def big_build():
     return bigbuilds.generated(int(os.environ.get("CT_PIPELINE_RULES") or 100_000))
+
+
+@pytest.fixture(scope="session")
+def jaeger_build(big_build):
+    """The large build for Jaeger: CT_PIPELINE_JAEGER_RULES, else the same
+    as big_build. Jaeger held a 100k-span trace in ~0.9 GB, and its API
+    answers with all spans as one JSON document that Python parses whole:
+    at 1M spans, tens of GB between the two."""
+    rules = int(os.environ.get("CT_PIPELINE_JAEGER_RULES") or big_build.rules)
+    return big_build if rules == big_build.rules else bigbuilds.generated(rules)
 
 
 @pytest.fixture

@@ -86,19 +86,19 @@ def test_corpus_builds_land_whole_in_jaeger(path_to_jaeger):
         assert got == Counter(s.name for _, s in ref), f"{case}: span names differ from ct-cake's export"
 
 
-def test_large_build_lands_whole_in_jaeger(path_to_jaeger, big_build, record_result):
+def test_large_build_lands_whole_in_jaeger(path_to_jaeger, jaeger_build, record_result):
     diag, jaeger, agent = path_to_jaeger
-    staged = bigbuilds.stage(big_build._replace(invocation_id="20260101T120000-5353"), diag)
+    staged = bigbuilds.stage(jaeger_build, diag)
     t0 = time.monotonic()
     inv = bigbuilds.publish(staged, diag)
-    tid = bigbuilds.trace_id(topology.AGENT_HOST_NAME, inv, big_build.timestamp)
-    timeout = 120 + big_build.rules / 1000
-    spans, took = wait_whole(jaeger, agent, tid, big_build.expected_spans, timeout, t0)
-    numbers = {"rules": big_build.rules, "spans_expected": big_build.expected_spans,
+    tid = bigbuilds.trace_id(topology.AGENT_HOST_NAME, inv, jaeger_build.timestamp)
+    timeout = 120 + jaeger_build.rules / 1000
+    spans, took = wait_whole(jaeger, agent, tid, jaeger_build.expected_spans, timeout, t0)
+    numbers = {"rules": jaeger_build.rules, "spans_expected": jaeger_build.expected_spans,
                "spans_in_jaeger": len(spans), "rename_to_whole_in_jaeger_s": round(took, 1),
                "agent_peak_rss_mib": round(agent.peak_rss_mib(), 1),
                "jaeger_peak_rss_mib": round(jaeger.peak_rss_mib(), 1)}
     record_result(numbers)
-    found = wholetrace.problems(spans, big_build.expected_spans, tid)
+    found = wholetrace.problems(spans, jaeger_build.expected_spans, tid)
     assert not found, f"trace {tid} in Jaeger is not whole: {found}\n{numbers}\nagent:\n{agent.describe()}"
-    assert len(spans) == big_build.expected_spans, f"{len(spans)} spans in Jaeger\n{numbers}"
+    assert len(spans) == jaeger_build.expected_spans, f"{len(spans)} spans in Jaeger\n{numbers}"
