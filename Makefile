@@ -21,8 +21,8 @@ MDATAGEN      := $(TOOLS_DIR)/mdatagen
 # staticcheck 2026.2.x analyses Go 1.26 code and builds with Go 1.26.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK   := $(TOOLS_DIR)/staticcheck
-RUST_LIB      := target/release/libcompiletools_core.a
-FFI_LIB_DIR   := go-receiver/internal/ffi/lib/$(GOOS)_$(GOARCH)
+# Platforms whose prebuilt library the Go module ships (GOARCH, linux).
+RELEASE_LIB_ARCHS := amd64 arm64
 COLLECTOR     := $(BUILD_DIR)/otelcol-compiletools/otelcol-compiletools
 VENV          := .venv
 PYTHON        := $(VENV)/bin/python
@@ -30,15 +30,35 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
-## rust: the Rust core as a static library, placed where the cgo binding links it
+## rust: the Rust core as this platform's static library, placed where the
+## cgo binding links it: the committed prebuilt library, made by the same
+## reproducible recipe as release-lib. After a Rust change `git status` shows
+## it changed; commit it with the source (check-release-lib fails otherwise).
 rust:
-	cargo build --release --locked -p compiletools-core
-	mkdir -p $(FFI_LIB_DIR)
-	cp $(RUST_LIB) $(FFI_LIB_DIR)/
+	deploy/release-lib/build.sh $(GOARCH)
+
+## release-lib: the prebuilt static libraries of every shipped platform
+## (go-receiver/internal/ffi/lib/linux_<arch>/), reproducible and stripped
+release-lib:
+	deploy/release-lib/build.sh $(RELEASE_LIB_ARCHS)
+
+## check-release-lib: the committed libraries are what the Rust source builds
+## (rebuilds them; fails when one differs from the git index)
+check-release-lib:
+	deploy/release-lib/check.sh $(RELEASE_LIB_ARCHS)
+
+## test-release-lib-arm64: the cgo binding's tests linked against the arm64
+## library (cross gcc) and run under qemu-user, so the shipped arm64 library
+## is linked and called, not only built (deps: apt, as root)
+ARM64_SYSROOT := /usr/aarch64-linux-gnu
+test-release-lib-arm64:
+	deploy/release-lib/install-cross-deps.sh
+	cd go-receiver && CC=aarch64-linux-gnu-gcc GOARCH=arm64 go test -count=1 \
+	  -exec "qemu-aarch64 -L $(ARM64_SYSROOT)" ./internal/ffi
 
 ## header: regenerate the committed C header after changing rust/src/ffi
 header:
@@ -97,7 +117,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: lint-rust lint-go test-rust test-go test-e2e test-pipeline test-realbuilds test-casreal
+test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
@@ -112,8 +132,17 @@ lint-go: rust $(STATICCHECK)
 	cd go-receiver && go vet ./... && CGO_ENABLED=0 go vet ./...
 	cd go-receiver && $(abspath $(STATICCHECK)) ./...
 
+# ct-cache-report from the venv of tests/realbuilds/install-deps.sh, for the
+# CAS differential tests (rust/tests/cas_differential.rs). They skip when it
+# is missing, except under CI=true, where they fail: so CI installs it first.
+CT_VENV         ?= $(BUILD_DIR)/ct-venv
+CT_CACHE_REPORT ?= $(abspath $(CT_VENV))/bin/ct-cache-report
+ifneq ($(filter true TRUE True,$(CI)),)
+test-rust: deps-realbuilds
+endif
+
 test-rust:
-	cargo test --locked --workspace
+	CT_CACHE_REPORT=$(if $(wildcard $(CT_CACHE_REPORT)),$(CT_CACHE_REPORT)) cargo test --locked --workspace
 
 test-go: rust
 	cd go-receiver && go vet ./... && go test -race -count=1 ./...
@@ -151,7 +180,7 @@ bench-receiver: collector venv
 
 clean:
 	cargo clean
-	rm -rf $(BUILD_DIR) $(FFI_LIB_DIR)
+	rm -rf $(BUILD_DIR)
 
 # --- benchmarks and fuzzing (rust) ---
 # None of these run in `make test`. See rust/bench/README.md.
@@ -185,7 +214,7 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) rust/fuzz/run.sh $(FUZZ_TARGETS)
 
 prop-long:
-	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test prop_timing --test prop_side_files
+	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test prop_timing --test prop_side_files --test prop_analytics
 # --- end benchmarks and fuzzing ---
 
 # --- cas benchmark ---
@@ -198,3 +227,83 @@ prop-long:
 bench-cas:
 	python3 rust/bench/cas_bench.py
 # --- end cas benchmark ---
+
+# --- deployment: packages, image, Kubernetes (deploy/) ---
+#   make dist         .deb and .rpm of the collector (nfpm) in _build/dist/
+#   make image        the container image, built with buildah (no daemon, no registry)
+#   make test-deploy  installs/purges the .deb here, runs the image, checks the
+#                     Kubernetes manifests (as root; part of `make test`)
+#   make bench-crash-queue    kill -9 mid-backlog with each exporter queue (not in `make test`)
+#   make bench-packaged-idle  RSS/CPU of the packaged config with 10k watched builds (not in `make test`)
+NFPM_VERSION  := v2.45.2
+NFPM          := $(TOOLS_DIR)/nfpm
+DIST_DIR      := $(BUILD_DIR)/dist
+DIST_VERSION  := $(shell sed -n 's/^  version: *//p' ocb-manifest.yaml)
+IMAGE         ?= localhost/otelcol-compiletools:$(DIST_VERSION)
+DEPLOY_REPORT := $(BUILD_DIR)/deploy/report.txt
+
+.PHONY: dist image deps-deploy venv-deploy test-deploy bench-crash-queue bench-packaged-idle
+
+$(NFPM):
+	mkdir -p $(TOOLS_DIR)
+	GOBIN=$(abspath $(TOOLS_DIR)) go install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+
+dist: collector $(NFPM)
+	mkdir -p $(DIST_DIR)
+	rm -f $(DIST_DIR)/otelcol-compiletools*.deb $(DIST_DIR)/otelcol-compiletools*.rpm
+	for fmt in deb rpm; do \
+	  CT_VERSION=$(DIST_VERSION) CT_ARCH=$(GOARCH) $(NFPM) package -f deploy/packages/nfpm.yaml -p $$fmt -t $(DIST_DIR)/ || exit 1; \
+	done
+	ls -l $(DIST_DIR)
+
+## deps-deploy: buildah, debootstrap, rpm, systemd-analyze, objdump (apt, as root)
+deps-deploy:
+	tests/deploy/install-deps.sh
+
+image: collector deps-deploy
+	deploy/container/build-image.sh $(IMAGE)
+	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(IMAGE)
+
+$(VENV)/.installed-deploy: $(VENV)/.installed tests/deploy/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/deploy/requirements.txt
+	touch $@
+
+venv-deploy: $(VENV)/.installed-deploy
+
+test-deploy: dist image venv-deploy
+	rm -f $(DEPLOY_REPORT)
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) CT_DIST_DIR=$(abspath $(DIST_DIR)) CT_IMAGE=$(IMAGE) \
+	  CT_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) $(PYTHON) -m pytest -q tests/deploy
+	@echo "== deployment measurements ($(DEPLOY_REPORT))" && cat $(DEPLOY_REPORT)
+
+test: test-deploy
+
+bench-crash-queue: collector venv-deploy
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/crash_queue_bench.py
+
+bench-packaged-idle: collector venv-deploy
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/packaged_idle_bench.py
+# --- end deployment ---
+
+# --- another distribution importing the receiver (deploy/contrib-distribution/) ---
+#   make test-contrib-dist  builds an ocb distribution that takes the receiver by
+#                           `gomod:` from the committed module files (prebuilt
+#                           library, no Rust) next to contrib's filelog and
+#                           hostmetrics receivers, and runs a corpus build through it
+CONTRIB_DIR       := $(BUILD_DIR)/contrib-distribution
+CONTRIB_COLLECTOR := $(CONTRIB_DIR)/otelcol/otelcol-contrib-compiletools
+
+.PHONY: contrib-dist test-contrib-dist
+
+## contrib-dist: the module as committed (git archive HEAD), never the work tree
+## or a Rust build, so the test proves that the committed library suffices
+contrib-dist: $(OCB)
+	rm -rf $(CONTRIB_DIR)/module && mkdir -p $(CONTRIB_DIR)/module
+	git archive --format=tar HEAD go-receiver | tar -x -C $(CONTRIB_DIR)/module
+	$(OCB) --config deploy/contrib-distribution/ocb-manifest.yaml
+
+test-contrib-dist: contrib-dist venv
+	OTELCOL_BIN=$(abspath $(CONTRIB_COLLECTOR)) $(PYTHON) -m pytest -q tests/contrib-dist
+
+test: test-contrib-dist
+# --- end another distribution ---

@@ -29,7 +29,13 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		return true
 	}
 
-	res, err := ffi.Process(ctx, r.request(b, want, open.gitSHA))
+	req := r.request(b, want, open)
+	release, err := r.holdBudget(ctx, b, req)
+	if err != nil {
+		return true // shutting down: the build is taken up again after a restart
+	}
+	defer release() // the pdata lives until every consumer returned
+	res, err := ffi.Process(ctx, req)
 	if err != nil {
 		code := ffi.CodeOf(err)
 		if code == ffi.CodeCancelled {
@@ -91,14 +97,17 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	return true
 }
 
-func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, gitSHA string) ffi.Request {
+func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, open openBuild) ffi.Request {
 	req := ffi.Request{
 		InvocationDir:  b.Dir,
 		StatslogPath:   r.sideFile(b.Dir, capture.Statslog),
 		OutcomesPath:   r.sideFile(b.Dir, capture.Outcomes),
 		HostName:       r.hostName,
 		ServiceName:    r.cfg.ServiceName,
-		GitCommitSHA:   gitSHA,
+		GitCommitSHA:   open.gitSHA,
+		VCS:            open.vcs,
+		PipelineName:   r.pipelineName(b, open.workTree),
+		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
 		Limits: ffi.Limits{
@@ -113,6 +122,20 @@ func (r *compiletoolsReceiver) request(b discovery.Build, signals ffi.Signals, g
 	}
 	req.ResourceAttributes = r.userAttributes()
 	return req
+}
+
+// pipelineName is `cicd.pipeline.name`: the configured name, else the name
+// of the git work tree's directory (the project), else the diagnostics
+// directory holding the build (one per project or variant).
+func (r *compiletoolsReceiver) pipelineName(b discovery.Build, workTree string) string {
+	switch {
+	case r.cfg.PipelineName != "":
+		return r.cfg.PipelineName
+	case workTree != "":
+		return filepath.Base(workTree)
+	default:
+		return filepath.Dir(b.Dir)
+	}
 }
 
 // userAttributes lists the configured resource attributes in key order:

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
 
@@ -132,28 +134,78 @@ func rootAndLayers(td ptrace.Traces) (pcommon.Map, map[string]int) {
 	return root, layers
 }
 
-// A build shorter than a poll interval: its auto statslog exists for a few
-// milliseconds between two polls, so only the file watch can capture it.
+// A build shorter than a poll interval: its auto statslog can appear and
+// vanish between two polls, so only the file watch can capture it. No
+// timing is assumed: the watching receiver polls once, at start (a finished
+// build's delivery shows that poll, which sets up the watches, is done), and
+// not again for an hour, so a capture made afterwards is the watch's. The
+// statslog is deleted once its capture exists. A second receiver on the
+// same capture directory (captures survive restarts) then delivers the
+// build, which must carry every event of the statslog.
 func TestLiveCaptureOfAStatslogThatLivesBetweenPolls(t *testing.T) {
 	parent := t.TempDir()
+	captureDir := t.TempDir() // same filesystem as the build: hard links
 	statslog, err := os.ReadFile(filepath.Join(corpusDir(t), "cases", case01, "ccache.statslog"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig(parent)
-	cfg.PollInterval = 700 * time.Millisecond
-	cfg.Capture.Directory = t.TempDir()
-	metrics := new(consumertest.MetricsSink)
+	marker := copyCaseBuild(t, "12-geom-ninja-cold-native-flock", parent)
 	set := receivertest.NewNopSettings(metadata.Type)
-	mr, err := NewFactory().CreateMetrics(context.Background(), set, cfg, metrics)
-	runUntilCleanup(t, mr, err)
 
-	time.Sleep(150 * time.Millisecond) // the first poll has run and watches the parent
-	start := time.Now()
-	playBuild(t, filepath.Join(parent, "20261130T034340-24175"), statslog, caseTiming(t), 1, 20*time.Millisecond)
-	if time.Since(start) > 300*time.Millisecond {
-		t.Skip("the machine was too slow to play the build between two polls")
+	watching := testConfig(parent)
+	watching.PollInterval = time.Hour
+	watching.Capture.Directory = captureDir
+	firstPoll := new(consumertest.TracesSink)
+	w, err := NewFactory().CreateTraces(context.Background(), set, watching, firstPoll)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := w.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first poll", func() bool { return len(firstPoll.AllTraces()) == 1 })
+
+	// ct-cake with --ccache-statslog=auto: the statslog appears in the new
+	// invocation directory, ccache appends to it; later timing.json is
+	// renamed into place and the statslog deleted.
+	build := filepath.Join(parent, "20261130T034340-24175")
+	if err := os.Mkdir(build, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(build, capture.Statslog)
+	if err := os.WriteFile(log, statslog, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	captures, err := capture.New(captureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watch to capture the statslog", func() bool { return captures.Path(build, capture.Statslog) != "" })
+	tmp := filepath.Join(build, ".tmp.timing.json.abcdefgh.1")
+	if err := os.WriteFile(tmp, caseTiming(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(build, "timing.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(firstPoll.AllTraces()); n != 1 {
+		t.Fatalf("the watching receiver polled again (%d deliveries): the capture may not be the watch's", n)
+	}
+	if err := os.RemoveAll(marker); err != nil {
+		t.Fatal(err)
+	}
+
+	delivering := testConfig(parent)
+	delivering.Capture.Directory = captureDir
+	metrics := new(consumertest.MetricsSink)
+	mr, err := NewFactory().CreateMetrics(context.Background(), set, delivering, metrics)
+	runUntilCleanup(t, mr, err)
 	waitFor(t, "the build's ccache metrics", func() bool { return len(metrics.AllMetrics()) == 1 })
 	if misses := ccacheEventCount(metrics.AllMetrics()[0], "cache_miss"); misses != 29 {
 		t.Errorf("cache_miss = %d, want 29", misses)

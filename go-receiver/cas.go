@@ -3,6 +3,7 @@ package compiletoolsreceiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,6 +100,22 @@ func (r *compiletoolsReceiver) runCAS(ctx context.Context) {
 	}
 }
 
+// scanOneGroup scans one store set within cas.timeout, if set; a scan cut
+// short by it fails like any other (counted and logged), and the next one
+// starts on schedule.
+func (r *compiletoolsReceiver) scanOneGroup(ctx context.Context, req ffi.CASRequest, cache *ffi.CASCache) (ffi.CASResult, error) {
+	if r.cfg.CAS.Timeout <= 0 {
+		return ffi.ScanCAS(ctx, req, cache)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.cfg.CAS.Timeout)
+	defer cancel()
+	res, err := ffi.ScanCAS(tctx, req, cache)
+	if err != nil && ctx.Err() == nil && tctx.Err() != nil {
+		err = fmt.Errorf("scan exceeded cas.timeout (%s): %w", r.cfg.CAS.Timeout, err)
+	}
+	return res, err
+}
+
 func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache) {
 	asSpans := r.cfg.MetricsAsSpans
 	want := ffi.SignalMetrics
@@ -108,7 +125,19 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 	if r.consumedSignals()&want == 0 {
 		return // nobody consumes the result
 	}
-	for _, g := range r.casGroups() {
+	groups := r.casGroups()
+	// A pool variant that disappeared is not in groups and never scanned
+	// again: the core's cache must let go of it now.
+	var paths []string
+	for _, g := range groups {
+		for _, c := range g.cells {
+			paths = append(paths, c.Path)
+		}
+	}
+	if n := cache.Retain(paths); n > 0 {
+		r.logger.Debug("CAS scan cache: cells no longer scanned dropped", zap.Int("cells", n))
+	}
+	for _, g := range groups {
 		start := r.now()
 		req := ffi.CASRequest{
 			Cells:              g.cells,
@@ -120,11 +149,11 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 			AsSpans:            asSpans,
 			MaxThreads:         uint32(r.cfg.CAS.MaxThreads),
 		}
-		res, err := ffi.ScanCAS(ctx, req, cache)
+		res, err := r.scanOneGroup(ctx, req, cache)
 		r.telemetry.ReceiverCompiletoolsCasScanDuration.Record(ctx, r.now().Sub(start).Seconds())
 		if err != nil {
-			if ffi.CodeOf(err) == ffi.CodeCancelled {
-				return
+			if ffi.CodeOf(err) == ffi.CodeCancelled && ctx.Err() != nil {
+				return // shutting down
 			}
 			r.telemetry.ReceiverCompiletoolsCasScanErrors.Add(ctx, 1)
 			r.logger.Warn("CAS scan failed", zap.String("variant", g.variant), zap.Error(err))

@@ -69,8 +69,8 @@ func chunkedReceiver(t *testing.T, next *failOnCall) (*compiletoolsReceiver, str
 	return r, dir, tel
 }
 
-// builds is the receiver's count of builds with an outcome.
-func builds(t *testing.T, tel *componenttest.Telemetry, outcome string) int64 {
+// buildsWithOutcome is the receiver's count of builds with an outcome.
+func buildsWithOutcome(t *testing.T, tel *componenttest.Telemetry, outcome string) int64 {
 	t.Helper()
 	m, err := tel.GetMetric("otelcol_receiver_compiletools_builds")
 	if err != nil {
@@ -159,10 +159,10 @@ func TestChunkRefusedRetryablyIsRetriedFromThatChunk(t *testing.T) {
 	if got := metricSum(t, tel, "otelcol_receiver_refused_spans"); got != chunkedMax {
 		t.Errorf("refused spans (ObsReport) %d, want the %d of the refused request", got, chunkedMax)
 	}
-	if got := builds(t, tel, outcomeRetried); got != 1 {
+	if got := buildsWithOutcome(t, tel, outcomeRetried); got != 1 {
 		t.Errorf("builds retried: %d, want 1", got)
 	}
-	if got := builds(t, tel, outcomeDelivered); got != 1 {
+	if got := buildsWithOutcome(t, tel, outcomeDelivered); got != 1 {
 		t.Errorf("builds delivered: %d, want 1", got)
 	}
 
@@ -189,7 +189,7 @@ func TestChunkRefusedPermanentlyDropsTheBuild(t *testing.T) {
 	if calls != failAt {
 		t.Fatalf("%d calls; want the requests after the refused one %d not sent", calls, failAt)
 	}
-	if got := builds(t, tel, outcomeDropped); got != 1 {
+	if got := buildsWithOutcome(t, tel, outcomeDropped); got != 1 {
 		t.Errorf("builds dropped: %d, want 1", got)
 	}
 	time.Sleep(100 * time.Millisecond)

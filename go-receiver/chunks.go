@@ -6,7 +6,7 @@ import (
 
 // splitTraces cuts a build's trace into requests of at most maxSpans spans,
 // so that no consumer is handed one unbounded request (a default gRPC hop
-// refuses messages over 4 MiB; a 100k-rule build is about 9 MB).
+// refuses messages over 4 MiB; a 100k-rule build is about 66 MB).
 //
 // Span order is kept, and the core writes spans in pre-order, so the root
 // is in the first request and every parent is in the same request as its

@@ -3,6 +3,8 @@ package compiletoolsreceiver
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +13,12 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+)
+
+// Root span kinds (`root_span_kind`).
+const (
+	RootSpanInternal = "internal"
+	RootSpanServer   = "server"
 )
 
 // Start positions for builds that exist when the receiver first starts
@@ -58,8 +66,21 @@ type Config struct {
 	HostName string `mapstructure:"host_name"`
 	// ServiceName is `service.name`.
 	ServiceName string `mapstructure:"service_name"`
-	// ResourceAttributes are added to every build's resource; built-in keys win.
+	// ResourceAttributes are added to every build's resource; built-in keys
+	// win. Deprecated spelling of Resource; after Unmarshal it holds the
+	// effective value of either key.
 	ResourceAttributes map[string]string `mapstructure:"resource_attributes"`
+	// Resource is filelog's word for ResourceAttributes.
+	Resource map[string]string `mapstructure:"resource"`
+	// ExcludeOlderThan is filelog's word for MaxAge; after Unmarshal MaxAge
+	// holds the effective value of either key.
+	ExcludeOlderThan time.Duration `mapstructure:"exclude_older_than"`
+	// PipelineName is `cicd.pipeline.name`; default: the git work tree's
+	// directory name, else the diagnostics directory holding the build.
+	PipelineName string `mapstructure:"pipeline_name"`
+	// RootSpanKind is the kind of the root span: "internal" (ct-cake's) or
+	// "server" (the CI/CD conventions' pipeline run span).
+	RootSpanKind string `mapstructure:"root_span_kind"`
 	// MetricsAsSpans emits ccache snapshots as spans instead of metrics.
 	MetricsAsSpans bool `mapstructure:"metrics_as_spans"`
 	// GitCommit controls `git.commit.sha`.
@@ -68,6 +89,12 @@ type Config struct {
 	Capture CaptureConfig `mapstructure:"capture"`
 	// CAS configures periodic scans of compiletools' CAS stores.
 	CAS CASConfig `mapstructure:"cas"`
+
+	// deprecatedKeys are the deprecated spellings the configuration used,
+	// each with its replacement, for the receiver to warn about.
+	deprecatedKeys [][2]string
+	// aliasConflicts are keys given under both spellings.
+	aliasConflicts []error
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -79,6 +106,9 @@ type LimitsConfig struct {
 	MaxEvents          int64 `mapstructure:"max_events"`
 	MaxDepth           int   `mapstructure:"max_depth"`
 	MaxAttributeLength int   `mapstructure:"max_attribute_length"`
+	// MaxParseBytesInFlight bounds the input bytes (timing.json plus side
+	// files) of the builds parsed at once; see parseBudget.
+	MaxParseBytesInFlight int64 `mapstructure:"max_parse_bytes_in_flight"`
 
 	_ struct{}
 }
@@ -127,7 +157,13 @@ type CASConfig struct {
 	// scanned, as `ct-cache-report --all-variants` enumerates them.
 	Pools []CASStore `mapstructure:"pools"`
 	// ScanInterval is the time between scans; scans never overlap.
+	// Deprecated spelling of CollectionInterval; after Unmarshal it holds
+	// the effective value of either key.
 	ScanInterval time.Duration `mapstructure:"scan_interval"`
+	// CollectionInterval is the scraper word for ScanInterval.
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// Timeout bounds one store set's scan (0: no limit), as a scraper's.
+	Timeout time.Duration `mapstructure:"timeout"`
 	// InitialDelay is the time before the first scan after start.
 	InitialDelay time.Duration `mapstructure:"initial_delay"`
 	// MaxThreads bounds threads per cell scan (0: the core's default).
@@ -147,9 +183,27 @@ type CASStore struct {
 
 // defaultMaxRequestSpans keeps a traces request under half of a default
 // gRPC hop's 4 MiB even when every span is as large as ct-cake's rules can
-// make one under the default limits (~9 KB: two paths cut at 4096 bytes);
-// typical spans (~450 bytes) make ~90 KB requests. README, Large builds.
-const defaultMaxRequestSpans = 200
+// make one under the default limits (~13 KB: three path attributes cut at
+// 4096 bytes); typical spans (~0.5 KB) make ~70 KB requests. README, Large
+// builds.
+const defaultMaxRequestSpans = 128
+
+// Upper bounds Validate enforces. The core takes depth, attribute length
+// and thread count as 32-bit numbers: without a bound, 2^32+5 would reach it
+// as 5. Each bound is far above any real need.
+const (
+	// serde_json stops at 128 nested containers, two per event level, so
+	// no timing.json gets near this depth.
+	maxMaxDepth = 1024
+	// Larger than any attribute a gRPC hop (4 MiB per request) would carry.
+	maxMaxAttributeLength = 16 << 20
+	// A scan is bound by the disk and the kernel; more threads only queue.
+	maxCASThreads = 256
+	// The core reads a file whole and peaks at about twice its size, with
+	// the pdata of its output on top: beyond this, one build could take
+	// gigabytes outside the memory_limiter's sight.
+	maxMaxFileSize = 1 << 30
+)
 
 func createDefaultConfig() *Config {
 	retry := configretry.NewDefaultBackOffConfig()
@@ -162,6 +216,7 @@ func createDefaultConfig() *Config {
 		PollInterval:        5 * time.Second,
 		SettleTimeout:       30 * time.Second,
 		StartAt:             StartAtEnd,
+		RootSpanKind:        RootSpanInternal,
 		MaxConcurrentBuilds: 2,
 		MaxBuildsPerPoll:    100,
 		MaxRequestSpans:     defaultMaxRequestSpans,
@@ -214,9 +269,32 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxFileSize < 0 || c.Limits.MaxEvents < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxAttributeLength < 0 {
 		add("limits: values must not be negative (0 keeps the default)")
 	}
+	if c.Limits.MaxFileSize > maxMaxFileSize {
+		add("limits.max_file_size: at most %d (1 GiB), got %d", maxMaxFileSize, c.Limits.MaxFileSize)
+	}
+	if c.Limits.MaxParseBytesInFlight < 0 {
+		add("limits.max_parse_bytes_in_flight: must not be negative (0 keeps the default), got %d", c.Limits.MaxParseBytesInFlight)
+	}
+	if c.Limits.MaxDepth > maxMaxDepth {
+		add("limits.max_depth: at most %d, got %d", maxMaxDepth, c.Limits.MaxDepth)
+	}
+	if c.Limits.MaxAttributeLength > maxMaxAttributeLength {
+		add("limits.max_attribute_length: at most %d, got %d", maxMaxAttributeLength, c.Limits.MaxAttributeLength)
+	}
 	if c.ServiceName == "" {
 		add("service_name: must not be empty")
 	}
+	for _, k := range slices.Sorted(maps.Keys(c.ResourceAttributes)) {
+		// The core receives them as key\0value\0…: a NUL inside would
+		// shift every later pair (or fail every build on an odd count).
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(c.ResourceAttributes[k], 0) {
+			add("resource_attributes: %q: keys and values must not contain NUL bytes", k)
+		}
+	}
+	if c.RootSpanKind != RootSpanInternal && c.RootSpanKind != RootSpanServer {
+		add("root_span_kind: must be %q or %q, got %q", RootSpanInternal, RootSpanServer, c.RootSpanKind)
+	}
+	errs = append(errs, c.aliasConflicts...)
 	if c.GitCommit.MaxLag < 0 {
 		add("git_commit.max_lag: must not be negative, got %s", c.GitCommit.MaxLag)
 	}
@@ -246,8 +324,11 @@ func (c *Config) Validate() error {
 	if c.CAS.InitialDelay < 0 {
 		add("cas.initial_delay: must not be negative, got %s", c.CAS.InitialDelay)
 	}
-	if c.CAS.MaxThreads < 0 {
-		add("cas.max_threads: must not be negative, got %d", c.CAS.MaxThreads)
+	if c.CAS.Timeout < 0 {
+		add("cas.timeout: must not be negative, got %s", c.CAS.Timeout)
+	}
+	if c.CAS.MaxThreads < 0 || c.CAS.MaxThreads > maxCASThreads {
+		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)
 	}
 	return errors.Join(errs...)
 }

@@ -39,7 +39,7 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 			cfg.MaxRequestSpans = bc.maxSpans
 			r, _ := pollableReceiver(b, cfg, consumertest.NewNop())
 			ctx := context.Background()
-			req := r.request(discovery.Build{Dir: dir}, ffi.SignalTraces, "")
+			req := r.request(discovery.Build{Dir: dir}, ffi.SignalTraces, openBuild{})
 			var consuming time.Duration // the cut and the Consume calls
 			for b.Loop() {
 				res, err := ffi.Process(ctx, req)

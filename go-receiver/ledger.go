@@ -54,6 +54,8 @@ type openBuild struct {
 	firstFailure time.Time     // start of the retry budget (max_elapsed_time)
 	nextAttempt  time.Time     // retry backoff
 	gitSHA       string        // HEAD read when the build was first seen, if in time
+	vcs          ffi.VCS       // the ref HEAD names and the origin, read with gitSHA
+	workTree     string        // root of the git work tree above the build ("": none)
 	gitChecked   bool
 	warned       buildProblem // problems already logged: warn once, not every poll
 }
@@ -151,22 +153,32 @@ func (l *buildLedger) unwarned(problems []discovery.Problem) []discovery.Problem
 	return fresh
 }
 
-// noteGitSHA reads the source tree's HEAD once per build, and only while
-// the build ended recently enough for HEAD to still be its commit.
+// noteGitSHA reads the source tree once per build: where its work tree is
+// (for the pipeline name; a directory does not move), and — only while the
+// build ended recently enough for HEAD to still be its commit — HEAD, the
+// ref it names and the origin remote.
 func (l *buildLedger) noteGitSHA(b discovery.Build, now time.Time) {
-	if !l.gitCommit.Enabled {
-		return
-	}
 	l.update(b.Dir, func(p *openBuild) {
 		if p.gitChecked {
 			return
 		}
 		p.gitChecked = true
-		if now.Sub(b.ModTime) > l.gitCommit.MaxLag {
+		if wt, err := gitsha.WorkTree(b.Dir); err == nil {
+			p.workTree = wt
+		}
+		if !l.gitCommit.Enabled || now.Sub(b.ModTime) > l.gitCommit.MaxLag {
 			return
 		}
-		if sha, err := gitsha.Head(b.Dir); err == nil {
-			p.gitSHA = sha
+		repo, err := gitsha.Inspect(b.Dir)
+		if err != nil {
+			return
+		}
+		p.gitSHA = repo.Head
+		p.vcs = ffi.VCS{
+			RefHeadName:       repo.RefName,
+			RefHeadType:       repo.RefType,
+			RepositoryURLFull: repo.OriginURL,
+			ProviderName:      repo.Provider,
 		}
 	})
 }

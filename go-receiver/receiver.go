@@ -39,6 +39,7 @@ type compiletoolsReceiver struct {
 
 	// Set up in Start.
 	hostName  string
+	budget    *parseBudget
 	ledger    *buildLedger
 	capturer  *capture.Capturer
 	live      *liveCapture
@@ -145,6 +146,10 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		}
 		r.hostName = h
 	}
+	warnUnstableHostName(r.logger, r.cfg.HostName, r.hostName, containerDetector)
+	for _, k := range r.cfg.deprecatedKeys {
+		r.logger.Warn("deprecated configuration key; it still works", zap.String("key", k[0]), zap.String("use", k[1]))
+	}
 	store, err := r.openStore(ctx, host)
 	if err != nil {
 		return err
@@ -172,6 +177,7 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		}
 		r.live = live
 	}
+	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}

@@ -58,7 +58,14 @@ func copyTree(t *testing.T, src, dst string) {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(target, data, 0o644)
+		// Written aside and renamed into place, as ct-cake writes
+		// timing.json: a receiver polling meanwhile must never read half
+		// a file (it would settle the build as malformed for good).
+		tmp := filepath.Join(filepath.Dir(target), ".tmp.copy."+d.Name())
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, target)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,21 @@
 //! Keeps the committed C header in step with `src/ffi`: the build fails when
-//! the header is stale, and `CT_BLESS_HEADER=1` rewrites it.
+//! the header is stale, and `CT_BLESS_HEADER=1` rewrites it. The header's
+//! SHA-256 becomes the library's ABI identity (`ct_header_sha256`): the Go
+//! side hashes the header it was compiled with and refuses any difference.
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
 
 const HEADER: &str = "../go-receiver/internal/ffi/compiletools_core.h";
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/ffi");
-    println!("cargo:rerun-if-changed=src/error.rs");
-    println!("cargo:rerun-if-changed=src/request.rs");
-    // The C header's CT_CAS_KIND_* come from the CasKind enum.
-    println!("cargo:rerun-if-changed=src/cas/kind.rs");
+    // cbindgen reads the whole crate (an exported type may live in any
+    // module, as CasKind does in src/cas/kind.rs), so any source change
+    // reruns the check; cargo watches a directory recursively.
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed={HEADER}");
     println!("cargo:rerun-if-env-changed=CT_BLESS_HEADER");
@@ -28,6 +31,8 @@ fn main() {
     let mut generated = Vec::new();
     bindings.write(&mut generated);
 
+    write_header_hash(&generated);
+
     let header = crate_dir.join(HEADER);
     let committed = fs::read(&header).unwrap_or_default();
     if committed == generated {
@@ -41,4 +46,26 @@ fn main() {
         "{} is stale: the C ABI in rust/src/ffi changed. Run `make header` and commit the result.",
         header.display()
     );
+}
+
+/// `$OUT_DIR/header_sha256.rs`: the SHA-256 of the generated header as
+/// lower-case hex, NUL-terminated for C, included by `src/ffi/abi.rs`.
+fn write_header_hash(header: &[u8]) {
+    let hex: String = Sha256::digest(header)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let code = format!(
+        "/// SHA-256 of the C header generated with this library, hex, NUL-terminated.\n\
+         pub(crate) const HEADER_SHA256: &[u8; 65] = b\"{hex}\\0\";\n"
+    );
+    write_if_changed(&out.join("header_sha256.rs"), code.as_bytes());
+}
+
+/// Leaves an unchanged file alone, so its mtime does not trigger rebuilds.
+fn write_if_changed(path: &Path, content: &[u8]) {
+    if fs::read(path).ok().as_deref() != Some(content) {
+        fs::write(path, content).expect("OUT_DIR is writable");
+    }
 }

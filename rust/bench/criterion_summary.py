@@ -58,10 +58,39 @@ def main():
         print(f"| {r['function']} | {r['rules']:,} | {r['file_bytes'] / 1e6:.1f} | {r['samples']} ({r['iterations']}) | "
               f"{r['median_ms']:.2f} [{r['median_ci_ms'][0]:.2f}, {r['median_ci_ms'][1]:.2f}] | {r['mean_ms']:.2f} | "
               f"{r['fastest_sample_ms']:.2f} | {r['mb_per_s']:.0f} |")
+    shares = analytics_shares(rows)
+    if shares:
+        print()
+        print("build analytics' share of process_build (issue 15 target <= 15 %): "
+              "analytics + encode_with_analytics - encode, medians")
+        print("| rules | process_build ms | analytics ms | attributes ms | share |")
+        print("|---:|---:|---:|---:|---:|")
+        for s in shares:
+            print(f"| {s['rules']:,} | {s['process_build_ms']:.2f} | {s['analytics_ms']:.2f} | "
+                  f"{s['attributes_ms']:.2f} | {100 * s['share']:.1f} % |")
+        print("(steps measured one after the other: on a loaded machine the attributes' difference is noise; "
+              "the interleaved measurement is tests/perf.rs analytics_share_of_process_build)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=2)
             f.write("\n")
+
+
+def analytics_shares(rows):
+    """Per rule count with all four functions measured: the analytics'
+    cost (computing them plus writing their attributes) over process_build."""
+    med = {(r["function"], r["rules"]): r["median_ms"] for r in rows}
+    out = []
+    for rules in sorted({r["rules"] for r in rows}):
+        need = [(f, rules) for f in ("process_build", "analytics", "encode", "encode_with_analytics")]
+        if not all(k in med for k in need):
+            continue
+        attributes = med[("encode_with_analytics", rules)] - med[("encode", rules)]
+        cost = med[("analytics", rules)] + attributes
+        out.append({"rules": rules, "process_build_ms": med[("process_build", rules)],
+                    "analytics_ms": med[("analytics", rules)], "attributes_ms": attributes,
+                    "share": cost / med[("process_build", rules)]})
+    return out
 
 
 if __name__ == "__main__":

@@ -17,7 +17,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
-use compiletools_core::otlp::{build_resource, encode_trace_request_into, root_attributes, TraceInput};
+use compiletools_core::analytics;
+use compiletools_core::otlp::{
+    analytics_root_attributes, build_resource, encode_trace_request_into, root_attributes, TraceInput,
+};
 use compiletools_core::timing::{self, aggregates, Clock};
 use compiletools_core::warnings::Warnings;
 use compiletools_core::{BuildRequest, CancelToken};
@@ -163,13 +166,24 @@ fn main() -> ExitCode {
         s.end("clock, aggregates, res.");
 
         let s = Stage::start();
+        let analytics = analytics::analyze(&build, &clock);
+        let mut root = root_attributes(&agg, req.limits.max_attribute_len);
+        root.extend(analytics_root_attributes(
+            &analytics,
+            req.limits.max_attribute_len,
+        ));
+        s.end("analytics");
+
+        let s = Stage::start();
         let input = TraceInput {
             build: &build,
             clock: &clock,
             trace_id: [1; 16],
             resource,
-            root_attributes: root_attributes(&agg, req.limits.max_attribute_len),
+            root_attributes: root,
             max_attribute_len: req.limits.max_attribute_len,
+            analytics: Some(&analytics),
+            root_span_server: false,
         };
         // As process_build: the output reuses the text's buffer.
         let (bytes, stats) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);

@@ -1,11 +1,16 @@
 //! Reading one untrusted input file within the size limit: the timing
 //! document ([`read_bounded`]) and the side files ([`read_side_file`]).
+//!
+//! Every input is opened with [`open_without_blocking`]: the receiver names
+//! paths that other processes own, and a FIFO there would otherwise hold the
+//! call in `open(2)`, where no cancel token can reach it.
 
 #[allow(unsafe_code)] // madvise(2)
 pub(crate) mod pages;
 
-use std::fs::File;
+use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::Error;
@@ -18,8 +23,9 @@ use crate::warnings::Warnings;
 /// The size is checked on the open descriptor before reading, so a huge file
 /// costs nothing; the read itself is capped too, because a file that grows
 /// after the check (a build still writing, a hostile writer) must not get
-/// past the limit either. Anything but a regular file (a FIFO would block
-/// the call forever, a directory cannot be read) is an I/O error.
+/// past the limit either. Anything but a regular file (a FIFO, a device, a
+/// directory) is an I/O error, found without waiting (see
+/// [`open_without_blocking`]).
 pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
     let partial = read_bounded_partial(path, max_bytes)?;
     match partial.error {
@@ -48,12 +54,12 @@ pub fn read_bounded_partial(path: &Path, max_bytes: u64) -> Result<Partial, Erro
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(io_err)?;
+    let file = open_without_blocking(path).map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if !meta.is_file() {
         return Err(io_err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "not a regular file",
+            format!("not a regular file but {}; not read", type_name(meta.file_type())),
         )));
     }
     if meta.len() > max_bytes {
@@ -64,6 +70,37 @@ pub fn read_bounded_partial(path: &Path, max_bytes: u64) -> Result<Partial, Erro
         return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
     }
     Ok(partial)
+}
+
+/// Opens `path` for reading without ever waiting in `open(2)`.
+///
+/// `O_NONBLOCK` makes opening a FIFO return at once instead of waiting for a
+/// writer (forever, if none comes); for a regular file it changes nothing,
+/// since reads from one never block in the non-blocking sense. The caller
+/// checks the type on the open descriptor (`fstat`), so there is no window
+/// between a type check and the open for the path to be swapped.
+pub fn open_without_blocking(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// What a non-regular file is, for a warning.
+fn type_name(t: FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "an unknown file type"
+    }
 }
 
 /// How a side file is called in its warnings.

@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: files on disk → a typed model of the build
 //! ([`timing`], plus the side files [`statslog`] and [`outcomes`]) or of a
-//! CAS store ([`cas`]) → OTLP protobuf bytes ([`otlp`]). [`pipeline`] ties
+//! CAS store ([`cas`]) → OTLP protobuf bytes ([`otlp`]), with build
+//! [`analytics`] computed from the build model on the way. [`pipeline`] ties
 //! the steps together for one invocation directory ([`process_build`]) and
 //! for one CAS store set ([`scan_set`]); [`ffi`] exposes those two calls to
 //! the Go receiver through a C ABI that never lets a panic escape, and only
@@ -16,6 +17,7 @@
 //! `undocumented_unsafe_blocks`, denied for every target in Cargo.toml).
 #![deny(unsafe_code)]
 
+pub mod analytics;
 pub mod cancel;
 pub mod cas;
 pub mod error;
@@ -35,4 +37,4 @@ pub mod warnings;
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};
 pub use pipeline::{process_build, scan_set};
-pub use request::{BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, Signals, Summary};
+pub use request::{BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, Signals, Summary, Vcs};

@@ -69,6 +69,29 @@ pub struct BuildRequest {
     pub limits: Limits,
     /// Emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
     pub metrics_as_spans: bool,
+    /// `cicd.pipeline.name` (configured, or derived by the receiver from
+    /// the build's location); empty: omitted.
+    pub pipeline_name: String,
+    /// The `vcs.*` resource attributes the receiver read from the source
+    /// tree, under the same lag rule as `git_commit_sha`.
+    pub vcs: Vcs,
+    /// Kind of the root span: INTERNAL as ct-cake, or SERVER as the CI/CD
+    /// conventions want a pipeline run.
+    pub root_span_server: bool,
+}
+
+/// What the receiver knows of the source tree's version control; an empty
+/// field is omitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vcs {
+    /// `vcs.ref.head.name`: the branch or tag HEAD points to (empty when detached).
+    pub ref_head_name: String,
+    /// `vcs.ref.head.type`: `branch` or `tag`.
+    pub ref_head_type: String,
+    /// `vcs.repository.url.full`: the `origin` remote, without credentials.
+    pub repository_url_full: String,
+    /// `vcs.provider.name`: `github`, `gitlab`, … when the host makes it obvious.
+    pub provider_name: String,
 }
 
 impl BuildRequest {
@@ -84,6 +107,9 @@ impl BuildRequest {
             signals: Signals::all(),
             limits: Limits::default(),
             metrics_as_spans: false,
+            pipeline_name: String::new(),
+            vcs: Vcs::default(),
+            root_span_server: false,
         }
     }
 }

@@ -5,9 +5,11 @@
 //! (and not us); the one judgement-call deviation (numeric pch/pcm keys)
 //! must differ exactly as documented.
 //!
-//! Needs the tool: set `CT_CACHE_REPORT` to its path (e.g. a venv with
-//! `pip install compiletools==13.1.4`). Without it every test here prints
-//! "skipped" and passes, so `cargo test` works on machines without Python.
+//! Needs the tool: set `CT_CACHE_REPORT` to its path (`make test-rust`
+//! does, from the venv `tests/realbuilds/install-deps.sh` makes). Without
+//! it every test here prints "skipped" and passes, so `cargo test` works on
+//! machines without Python; under `CI=true` a missing tool fails instead,
+//! so CI cannot pass without running the comparison.
 
 mod cas_support;
 
@@ -25,11 +27,20 @@ const VARIANT: &str = "gcc.cxx17.debug";
 fn tool() -> Option<PathBuf> {
     match std::env::var_os("CT_CACHE_REPORT") {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ if in_ci() => panic!(
+            "CI=true and CT_CACHE_REPORT is not set: the differential test must run in CI \
+             (tests/realbuilds/install-deps.sh installs ct-cache-report; `make test-rust` passes its path)"
+        ),
         _ => {
             println!("CT_CACHE_REPORT not set: differential test skipped");
             None
         }
     }
+}
+
+/// `CI=true` (any case), as the Python suites read it.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 fn flag(kind: CasKind) -> &'static str {

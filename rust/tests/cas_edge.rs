@@ -12,6 +12,8 @@ use compiletools_core::cas::{
 };
 use compiletools_core::{CancelToken, Error};
 
+mod unprivileged;
+
 // ------------------------------------------------------------------ helpers
 
 /// A sparse file of `size` bytes (parents created).
@@ -614,38 +616,28 @@ fn oversized_manifest_is_not_read() {
     assert_eq!(s.anomalies.manifests_skipped, 2);
 }
 
-/// Permission tests mean nothing as root (root reads everything).
-fn permissions_enforced(probe_dir: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let probe = probe_dir.join("probe");
-    fs::create_dir(&probe).unwrap();
-    fs::set_permissions(&probe, fs::Permissions::from_mode(0o000)).unwrap();
-    let enforced = fs::read_dir(&probe).is_err();
-    fs::set_permissions(&probe, fs::Permissions::from_mode(0o755)).unwrap();
-    fs::remove_dir(&probe).unwrap();
-    enforced
-}
-
 #[test]
 fn unreadable_shard_is_skipped_and_unreadable_cell_is_an_error() {
-    use std::os::unix::fs::PermissionsExt;
-    let c = Cell::new();
-    if !permissions_enforced(&c.root) {
-        println!("running as root: permission checks skipped");
-        return;
-    }
-    touch(&c.p(&format!("0d/{}", obj("a", F1, D1, M1))), 10);
-    touch(&c.p(&format!("71/{}", obj("b", F2, D1, M1))), 20);
-    fs::set_permissions(c.p("0d"), fs::Permissions::from_mode(0o000)).unwrap();
-    let s = scan(CasKind::Obj, &c.cell);
-    fs::set_permissions(c.p("0d"), fs::Permissions::from_mode(0o755)).unwrap();
-    assert_eq!(five(&s), (20, 1, 1, 0, 0));
-    assert_eq!(s.anomalies.unreadable_dirs, 1);
+    // As root (CI) the body runs in a child process as `nobody`.
+    unprivileged::run_unprivileged(
+        "unreadable_shard_is_skipped_and_unreadable_cell_is_an_error",
+        || {
+            use std::os::unix::fs::PermissionsExt;
+            let c = Cell::new();
+            touch(&c.p(&format!("0d/{}", obj("a", F1, D1, M1))), 10);
+            touch(&c.p(&format!("71/{}", obj("b", F2, D1, M1))), 20);
+            fs::set_permissions(c.p("0d"), fs::Permissions::from_mode(0o000)).unwrap();
+            let s = scan(CasKind::Obj, &c.cell);
+            fs::set_permissions(c.p("0d"), fs::Permissions::from_mode(0o755)).unwrap();
+            assert_eq!(five(&s), (20, 1, 1, 0, 0));
+            assert_eq!(s.anomalies.unreadable_dirs, 1);
 
-    fs::set_permissions(&c.cell, fs::Permissions::from_mode(0o000)).unwrap();
-    let r = scan_store(CasKind::Obj, &c.cell, &CancelToken::new());
-    fs::set_permissions(&c.cell, fs::Permissions::from_mode(0o755)).unwrap();
-    assert!(matches!(r, Err(Error::Io { .. })), "{r:?}");
+            fs::set_permissions(&c.cell, fs::Permissions::from_mode(0o000)).unwrap();
+            let r = scan_store(CasKind::Obj, &c.cell, &CancelToken::new());
+            fs::set_permissions(&c.cell, fs::Permissions::from_mode(0o755)).unwrap();
+            assert!(matches!(r, Err(Error::Io { .. })), "{r:?}");
+        },
+    );
 }
 
 #[test]

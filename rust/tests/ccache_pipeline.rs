@@ -148,7 +148,25 @@ fn overcount_clamps_recompiled_and_warns() {
         str_attr(root, "ct.build.aggregate_warning"),
         Some("ccache_overcount")
     );
-    assert_eq!(keys(&root.attributes).last(), Some(&"ct.build.aggregate_warning"));
+    // The warning closes compiletools' keys; only the analytics and the
+    // pipeline run's semantic-convention keys follow (the fixture's phases
+    // decide no result).
+    let root_keys = keys(&root.attributes);
+    let rate = root_keys
+        .iter()
+        .position(|k| *k == "ct.build.compile_avoided_rate")
+        .unwrap();
+    assert_eq!(
+        &root_keys[rate + 1..],
+        [
+            "ct.build.aggregate_warning",
+            "ct.build.parallelism.avg",
+            "ct.build.parallelism.max",
+            "ct.build.critical_path_s",
+            "ct.build.top_weighted_rules",
+            "cicd.pipeline.action.name"
+        ]
+    );
 }
 
 #[test]
@@ -184,9 +202,12 @@ fn metrics_request() {
         .and_then(|kv| kv.value.as_ref())
         .and_then(|v| v.value.clone());
     assert_eq!(invocation, Some(Value::StringValue(ids::to_hex(&trace_id))));
-    // Otherwise the trace's resource.
+    // Otherwise the trace's resource, without the pipeline run (opt-in on
+    // metrics by the CI/CD conventions).
     let trace_resource = trace(&out).resource_spans[0].resource.clone().unwrap();
-    assert_eq!(keys(&resource.attributes), keys(&trace_resource.attributes));
+    let mut trace_keys = keys(&trace_resource.attributes);
+    trace_keys.retain(|k| *k != "cicd.pipeline.run.id");
+    assert_eq!(keys(&resource.attributes), trace_keys);
 
     let sm = &rm.scope_metrics[0];
     assert_eq!(sm.scope.as_ref().unwrap().name, "compiletools.ccache");
@@ -335,7 +356,11 @@ fn outcomes_merge_into_rules() {
             "cas.hit",
             "cas.bytes_reused",
             "cas.kind",
-            "ct.rule.cache_layer"
+            "ct.rule.cache_layer",
+            "ct.rule.weighted_s",
+            "ct.critical_path",
+            "cicd.pipeline.task.name",
+            "cicd.pipeline.task.type"
         ]
     );
     // Last record wins.
@@ -420,6 +445,11 @@ fn ffi_returns_metrics_and_points() {
             signals: CT_SIGNAL_TRACES | CT_SIGNAL_METRICS,
             flags,
             limits: CtLimits::default(),
+            pipeline_name: empty,
+            vcs_ref_head_name: empty,
+            vcs_ref_head_type: empty,
+            vcs_repository_url_full: empty,
+            vcs_provider_name: empty,
         };
         let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
         // SAFETY: every view outlives the call; out is written by the call.

@@ -44,6 +44,47 @@ fn every_corpus_case_matches_its_reference() {
     println!("intended differences used over the corpus: {total}");
 }
 
+/// `cicd.pipeline.result` against what ct-cake's process actually returned
+/// (`exit_code` in each case's `case.json`): every corpus case is decided,
+/// success exactly when the exit code was 0, and a failure names the phase
+/// the build stopped in.
+#[test]
+fn pipeline_result_agrees_with_the_exit_code() {
+    use common::reference::{decode_ours, load_reference, request_for, Attr};
+    use compiletools_core::{process_build, CancelToken};
+
+    let mut failures = 0;
+    for case in cases_with_reference() {
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(case.join("case.json")).unwrap()).unwrap();
+        let exit = meta["exit_code"].as_i64().expect("exit_code");
+        let reference = load_reference(&case);
+        let out = process_build(&request_for(&case, &reference), &CancelToken::new()).unwrap();
+        let ours = decode_ours(out.traces.as_deref().unwrap());
+        let root = ours.root().unwrap();
+        let get = |k: &str| root.attributes.get(k).cloned();
+        let (result, error) = (get("cicd.pipeline.result"), get("error.type"));
+        if exit == 0 {
+            assert_eq!(
+                (result, error),
+                (Some(Attr::Str("success".into())), None),
+                "{case:?}"
+            );
+        } else {
+            failures += 1;
+            assert_eq!(
+                (result, error),
+                (
+                    Some(Attr::Str("failure".into())),
+                    Some(Attr::Str("build_execution".into()))
+                ),
+                "{case:?}"
+            );
+        }
+    }
+    assert!(failures > 0, "the corpus has a failed build");
+}
+
 /// The helper itself must notice each kind of difference it claims to check.
 #[test]
 fn helper_detects_differences() {
@@ -128,6 +169,38 @@ fn helper_detects_differences() {
             }),
         ),
         (
+            "wrong pipeline result",
+            Box::new(move |t| {
+                t.spans[root]
+                    .attributes
+                    .insert("cicd.pipeline.result".into(), Attr::Str("failure".into()));
+            }),
+        ),
+        (
+            "wrong task type",
+            Box::new(move |t| {
+                t.spans[rule]
+                    .attributes
+                    .insert("cicd.pipeline.task.type".into(), Attr::Str("test".into()));
+            }),
+        ),
+        (
+            "task on a phase",
+            Box::new(move |t| {
+                let s = &mut t.spans[phase];
+                s.attribute_order.push("cicd.pipeline.task.type".into());
+                s.attributes
+                    .insert("cicd.pipeline.task.type".into(), Attr::Str("build".into()));
+            }),
+        ),
+        (
+            "wrong run id",
+            Box::new(|t| {
+                t.resource
+                    .insert("cicd.pipeline.run.id".into(), Attr::Str("x".into()));
+            }),
+        ),
+        (
             "wrong per-TU outcome",
             Box::new(move |t| {
                 t.spans[rule]
@@ -141,6 +214,63 @@ fn helper_detects_differences() {
                 let s = &mut t.spans[rule];
                 s.attribute_order.retain(|k| k != "ct.ccache.outcome");
                 s.attributes.remove("ct.ccache.outcome");
+            }),
+        ),
+        (
+            "rule without weighted time",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.retain(|k| k != "ct.rule.weighted_s");
+                s.attributes.remove("ct.rule.weighted_s");
+            }),
+        ),
+        (
+            "analytics key not trailing",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.retain(|k| k != "ct.rule.weighted_s");
+                s.attribute_order.insert(0, "ct.rule.weighted_s".into());
+            }),
+        ),
+        (
+            "negative weighted time",
+            Box::new(move |t| {
+                t.spans[rule]
+                    .attributes
+                    .insert("ct.rule.weighted_s".into(), Attr::Double(-1.0));
+            }),
+        ),
+        (
+            "critical path flag false",
+            Box::new(move |t| {
+                let s = &mut t.spans[rule];
+                s.attribute_order.push("ct.critical_path".into());
+                s.attributes.insert("ct.critical_path".into(), Attr::Bool(false));
+            }),
+        ),
+        (
+            "analytics on a phase",
+            Box::new(move |t| {
+                let s = &mut t.spans[phase];
+                s.attribute_order.push("ct.rule.weighted_s".into());
+                s.attributes
+                    .insert("ct.rule.weighted_s".into(), Attr::Double(0.5));
+            }),
+        ),
+        (
+            "root without top rules",
+            Box::new(move |t| {
+                let s = &mut t.spans[root];
+                s.attribute_order.retain(|k| k != "ct.build.top_weighted_rules");
+                s.attributes.remove("ct.build.top_weighted_rules");
+            }),
+        ),
+        (
+            "root parallelism max zero",
+            Box::new(move |t| {
+                t.spans[root]
+                    .attributes
+                    .insert("ct.build.parallelism.max".into(), Attr::Int(0));
             }),
         ),
     ];

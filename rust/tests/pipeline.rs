@@ -60,8 +60,22 @@ fn root_phases_and_rules() {
         assert!(s.status.is_none());
     }
     let keys: Vec<&str> = r.attributes.iter().map(|kv| kv.key.as_str()).collect();
-    assert_eq!(keys, ["ct.rule_type", "ct.target", "ct.source"]);
-    // Root aggregates without statslog: H = 0.
+    // The build analytics follow compiletools' keys (the only rule is the
+    // critical path), then the CI/CD task keys.
+    assert_eq!(
+        keys,
+        [
+            "ct.rule_type",
+            "ct.target",
+            "ct.source",
+            "ct.rule.weighted_s",
+            "ct.critical_path",
+            "cicd.pipeline.task.name",
+            "cicd.pipeline.task.type"
+        ]
+    );
+    // Root aggregates without statslog: H = 0; then the analytics, then
+    // the pipeline run's action (these phases decide no result).
     let root_keys: Vec<&str> = root.attributes.iter().map(|kv| kv.key.as_str()).collect();
     assert_eq!(
         root_keys,
@@ -69,7 +83,12 @@ fn root_phases_and_rules() {
             "ct.build.cas_avoided_count",
             "ct.build.ccache_avoided_count",
             "ct.build.recompiled_count",
-            "ct.build.compile_avoided_rate"
+            "ct.build.compile_avoided_rate",
+            "ct.build.parallelism.avg",
+            "ct.build.parallelism.max",
+            "ct.build.critical_path_s",
+            "ct.build.top_weighted_rules",
+            "cicd.pipeline.action.name"
         ]
     );
     assert_eq!(attr(root, "ct.build.recompiled_count"), Some(&Value::IntValue(1)));
@@ -413,7 +432,10 @@ fn metadata_lifting_and_dropped_count() {
             "ints",
             "dbls",
             "bools",
-            "last"
+            "last",
+            "ct.rule.weighted_s",
+            "ct.critical_path",
+            "cicd.pipeline.task.type"
         ]
     );
     assert_eq!(attr(r, "cas.bytes_reused"), Some(&Value::IntValue(12)));
@@ -501,6 +523,10 @@ fn resource_and_invocation_id() {
             s("ct.backend", "shake"),
             s("ct.invocation_id", INVOCATION_ID),
             s("git.commit.sha", "8a2c"),
+            s("cicd.pipeline.run.id", INVOCATION_ID),
+            s("cicd.worker.id", "host-a"),
+            s("cicd.worker.name", "host-a"),
+            s("vcs.ref.head.revision", "8a2c"),
             s("team", "build"),
         ]
     );

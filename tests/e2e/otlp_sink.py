@@ -8,6 +8,9 @@ kept in memory; the answer is 200 with an empty Export*ServiceResponse, so
 the exporter sees a healthy backend. Other paths get 404, undecodable bodies
 400 (a 4xx is permanent for the exporter, so it does not retry garbage).
 
+`hold()` makes it record requests but leave them unanswered until
+`release()`, to kill a sender while its exports are in flight.
+
 Library use:
 
     with OtlpSink() as sink:            # binds 127.0.0.1, free port
@@ -35,6 +38,9 @@ PATHS = {"/v1/traces": "traces", "/v1/metrics": "metrics", "/v1/logs": "logs"}
 
 # Refuse absurd bodies instead of reading them into memory.
 MAX_BODY_BYTES = 256 * 1024 * 1024
+
+# A held request (OtlpSink.hold) is answered at the latest after this long.
+HOLD_MAX_S = 120
 
 # seq: 1-based arrival number; body: the request body after Content-Encoding
 # was undone, byte for byte as the sender encoded it (saved as reference
@@ -75,9 +81,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.sink._record_rejected(Rejected(path, exc.status, exc.reason))
             self._reply(exc.status, exc.reason.encode(), "text/plain; charset=utf-8")
             return
-        self.server.sink._record(kind, raw, message, encoding or None, len(body))
+        gate = self.server.sink._record(kind, raw, message, encoding or None, len(body))
+        if gate is not None:
+            # Held: recorded, but the sender gets no answer until release()
+            # (and none at all if it died meanwhile).
+            gate.wait(HOLD_MAX_S)
+            self.close_connection = True
         response = otlp.SIGNALS[kind][1]().SerializeToString()
-        self._reply(200, response, "application/x-protobuf")
+        try:
+            self._reply(200, response, "application/x-protobuf")
+        except OSError:
+            if gate is None:
+                raise
 
     def do_GET(self):
         # Any body stays unread, so this connection cannot be reused.
@@ -151,6 +166,8 @@ class OtlpSink:
         self._cond = threading.Condition(threading.RLock())
         self._received = []
         self._rejected = []
+        self._hold_gate = None   # threading.Event while holding answers
+        self._held = []
         self._last_change = time.monotonic()
 
     # -- life cycle --------------------------------------------------------
@@ -166,6 +183,7 @@ class OtlpSink:
         return self
 
     def stop(self):
+        self.release()
         server, self._server = self._server, None
         if server is None:
             return
@@ -188,15 +206,41 @@ class OtlpSink:
         """Base URL for an otlphttp exporter (it appends /v1/<signal>)."""
         return f"http://127.0.0.1:{self.port}"
 
+    # -- holding answers ----------------------------------------------------
+    def hold(self):
+        """From now on, record each request but leave it unanswered until
+        release(): like a backend that stored a batch and then hung, so the
+        sender has exports in flight (e.g. to kill it mid-export)."""
+        with self._cond:
+            if self._hold_gate is None:
+                self._hold_gate = threading.Event()
+
+    def release(self):
+        """Answer the held requests (where the sender still listens) and
+        stop holding."""
+        with self._cond:
+            gate, self._hold_gate = self._hold_gate, None
+        if gate is not None:
+            gate.set()
+
+    def held(self):
+        """The requests that were recorded while holding, in arrival order."""
+        with self._cond:
+            return list(self._held)
+
     # -- recording (called from handler threads) ---------------------------
     def _record(self, kind, raw, message, encoding, wire_bytes):
+        """Records a request; returns the gate to wait on when holding."""
         if self._summarize is not None:
             raw, message = b"", self._summarize(kind, message)
         with self._cond:
-            self._received.append(Received(len(self._received) + 1, kind, raw, message, encoding,
-                                           wire_bytes, time.monotonic()))
+            rec = Received(len(self._received) + 1, kind, raw, message, encoding, wire_bytes, time.monotonic())
+            self._received.append(rec)
+            if self._hold_gate is not None:
+                self._held.append(rec)
             self._last_change = time.monotonic()
             self._cond.notify_all()
+            return self._hold_gate
 
     def _record_rejected(self, rejected):
         with self._cond:

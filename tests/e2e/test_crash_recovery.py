@@ -3,6 +3,12 @@
 The receiver checkpoints a build in file_storage only after the exporter's
 (persistent) queue accepted it, so a crash can only cause a build to be sent
 again, never to be lost; deterministic IDs make any such repeat an exact copy.
+
+So that "repeats are exact" is never checked on zero repeats, the kill hits
+exports in flight: the sink records what it is sent but stops answering
+just before, so those builds are still in the persistent queue and must be
+sent again after the restart. The number of repeated builds is printed and
+recorded (junit property `builds_repeated`).
 """
 
 import shutil
@@ -28,8 +34,13 @@ def _fingerprint(span):
             span.end_time_unix_nano, span.SerializeToString(deterministic=True))
 
 
+def _trace_ids(requests):
+    return {s.trace_id for r in requests if r.signal == "traces"
+            for rs in r.message.resource_spans for ss in rs.scope_spans for s in ss.spans}
+
+
 def test_kill_9_mid_backlog_loses_nothing_and_repeats_are_exact(
-        collector_binary, corpus_dir, sink, diag, tmp_path):
+        collector_binary, corpus_dir, sink, diag, tmp_path, record_property):
     _make_backlog(diag, corpus_dir)
     per_build = len(reference.reference_spans("01-geom-shake-cold"))
     storage = tmp_path / "storage"
@@ -44,9 +55,13 @@ def test_kill_9_mid_backlog_loses_nothing_and_repeats_are_exact(
     first.start()
     try:
         sink.wait_for(lambda: len(traces_seen()) >= 30, 60)
+        sink.hold()
+        assert sink.wait_for(lambda: sink.held(), 30), "no export arrived after the sink stopped answering"
     finally:
         first.kill()
+        sink.release()
     before = len(traces_seen())
+    in_flight = _trace_ids(sink.held())
     assert before < BUILDS, f"the backlog was done before the kill ({before}); nothing was tested"
 
     second = collector_mod.Collector(collector_binary, tmp_path / "c2", include=[diag],
@@ -70,5 +85,11 @@ def test_kill_9_mid_backlog_loses_nothing_and_repeats_are_exact(
     for key, copies in repeated.items():
         assert all(c == copies[0] for c in copies), f"span {key} repeated with different content"
     repeated_builds = {tid for tid, _ in repeated}
-    print(f"kill -9 after {before} builds; delivered {BUILDS}/{BUILDS}; "
+    record_property("builds_repeated", len(repeated_builds))
+    record_property("builds_in_flight_at_kill", len(in_flight))
+    print(f"kill -9 after {before} builds with {len(in_flight)} in flight; delivered {BUILDS}/{BUILDS}; "
           f"{len(repeated_builds)} builds ({len(repeated)} spans) arrived more than once, all exact")
+    assert in_flight, "no build was in flight at the kill"
+    assert in_flight <= repeated_builds, (
+        f"{len(in_flight - repeated_builds)} of the {len(in_flight)} builds in flight at the kill "
+        "were not sent again: the persistent queue lost them, or the repeat check had nothing to check")

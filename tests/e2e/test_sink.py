@@ -130,6 +130,27 @@ def test_wait_for_is_bounded_and_wakes_on_data(sink):
         timer.join(timeout=10)
 
 
+def test_held_requests_are_recorded_and_answered_on_release(sink):
+    raw = corpus_body(CASES[0], "001-traces.pb")
+    assert post(sink, "/v1/traces", raw)[0] == 200  # not held yet
+    sink.hold()
+    answers = []
+    client = threading.Thread(target=lambda: answers.append(post(sink, "/v1/traces", raw)[0]))
+    client.start()
+    try:
+        assert sink.wait_for(lambda: len(sink.held()) == 1, timeout=10)
+        client.join(timeout=0.5)
+        assert client.is_alive() and answers == [], "a held request was answered"
+        assert [r.seq for r in sink.held()] == [2]
+        assert len(sink.requests()) == 2
+    finally:
+        sink.release()
+        client.join(timeout=10)
+    assert answers == [200]
+    assert post(sink, "/v1/traces", raw)[0] == 200  # released: answered at once
+    assert len(sink.held()) == 1
+
+
 def test_stop_releases_the_port():
     s = OtlpSink().start()
     port = s.port

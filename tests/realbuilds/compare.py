@@ -22,6 +22,7 @@ is the comparison. It is strict: every difference that is not one of
 INTENDED_DIFFERENCES below is reported as a problem.
 """
 
+import datetime
 import hashlib
 import json
 import math
@@ -55,11 +56,16 @@ INTENDED_DIFFERENCES = (
      "our root ct.build.* / ct.ccache.* come from a recomputation, not from ct-cake's memory",
      "no relaxation: the values must be equal to ct-cake's"),
     # DESIGN.md §2 fix 3 "Time": we anchor wall time at the build's end
-    # (`timestamp`), ct-cake at BuildTimer creation; they differ by the
-    # stamping delay (spec §2.8, ~6 µs) plus ct-cake's 256 ns quantisation.
+    # (`timestamp`), ct-cake at BuildTimer creation; every span of a build
+    # differs by the same stamping delay δ (spec §2.8: the time ct-cake took
+    # between stamping the root end and reading the wall clock; ~6 µs, more
+    # when ct-cake is descheduled then, as on a loaded machine) plus ct-cake's
+    # 256 ns quantisation.
     ("time_anchored_at_end", "DESIGN §2 fix 3",
-     "span start/end differ by a few µs",
-     "span times compared with a tolerance (TIME_TOLERANCE_NS), not for equality"),
+     "span start/end differ by δ, the same for every span of a build",
+     "our root must end at timing.json's `timestamp` (1 µs); δ = our root start minus the "
+     "reference's must lie in [-TIME_RESIDUAL_NS, STAMPING_DELAY_MAX_NS]; every span time must "
+     "equal the reference's + δ within TIME_RESIDUAL_NS"),
     # DESIGN.md §2 fix 4 "Metrics sent once": ct-cake flushes and shuts its
     # reader down, so every metric snapshot arrives twice (spec §3.5).
     ("metrics_sent_once", "DESIGN §2 fix 4",
@@ -95,8 +101,8 @@ INTENDED_DIFFERENCES = (
     # event; ct-cake always leaves `other` (spec §2.6).
     ("per_tu_cache_layer", "DESIGN §2 per-TU ccache attribution",
      "ct.rule.cache_layer and ct.ccache.outcome on compile rules",
-     "where the reference says `other`, ours must carry exactly what the statslog "
-     "(captured by the harness) says for that source; elsewhere equal"),
+     "where the reference says `other`, ours must carry exactly what the last statslog "
+     "block (captured by the harness) for that source says; elsewhere equal"),
     # DESIGN.md §2 "ccache metrics": resource as the trace, with
     # ct.invocation_id = the trace id in hex. Each side uses its own trace id.
     ("metrics_invocation_id_is_trace_id", "DESIGN §2 ccache metrics",
@@ -111,10 +117,51 @@ INTENDED_DIFFERENCES = (
     ("span_flags_context_bits", "OTLP Span.flags",
      "Span.flags bits 8-9",
      "ignored; the W3C trace-flags byte (bits 0-7) is compared"),
+    # Issue 15 / README "Build analytics": attributes ct-cake does not
+    # compute. Root: ct.build.parallelism.avg (with a build_execution phase),
+    # ct.build.parallelism.max, ct.build.critical_path_s,
+    # ct.build.top_weighted_rules; rules below no other rule:
+    # ct.rule.weighted_s and, on the critical path only, ct.critical_path.
+    ("build_analytics_additions", "issue 15, README Build analytics",
+     "analytics keys on our root and rule spans, absent from the reference",
+     "ours must carry them exactly where documented, as the trailing keys in the documented "
+     "order and types, and their values must hold the invariants (weighted times sum to the "
+     "busy time, most rules at once, the path is a chain in time of the flagged length); "
+     "they are removed before the attribute comparison"),
+    # Issue 14 / README "Standard names": OpenTelemetry CI/CD and VCS
+    # semantic-convention keys beside ct-cake's. Resource: cicd.pipeline.name,
+    # cicd.pipeline.run.id (= ct.invocation_id; not on the metrics resource),
+    # cicd.worker.id/name (= host.name), vcs.* (revision = git.commit.sha).
+    # Root: cicd.pipeline.action.name = BUILD, cicd.pipeline.result and
+    # error.type as timing.json's phases decide; rules:
+    # cicd.pipeline.task.name (= ct.target) and cicd.pipeline.task.type.
+    ("semconv_additions", "issue 14, README Standard names",
+     "cicd.* / vcs.* / error.type keys on our resource, root and rule spans, absent from the reference",
+     "ours must carry them exactly where documented, as the trailing keys (after the analytics), "
+     "with the documented values: the result from an independent reading of timing.json's phases, "
+     "which must agree with ct-cake's exit code; they are removed before the attribute comparison"),
 )
 _INTENDED = {d[0] for d in INTENDED_DIFFERENCES}
 
-TIME_TOLERANCE_NS = 50_000          # time_anchored_at_end: 50 µs
+TIME_TOLERANCE_NS = 50_000          # our own points / snapshot span against our root: 50 µs
+TIME_RESIDUAL_NS = 5_000            # time_anchored_at_end: a span vs the reference, δ taken out
+STAMPING_DELAY_MAX_NS = 10_000_000  # time_anchored_at_end: largest δ (a descheduled ct-cake)
+# build_analytics_additions, in the order they are written.
+ANALYTICS_ROOT_KEYS = ("ct.build.parallelism.avg", "ct.build.parallelism.max",
+                       "ct.build.critical_path_s", "ct.build.top_weighted_rules")
+ANALYTICS_RULE_KEYS = ("ct.rule.weighted_s", "ct.critical_path")
+ANALYTICS_KEYS = ANALYTICS_ROOT_KEYS + ANALYTICS_RULE_KEYS
+ANALYTICS_TOP_N = 10
+# semconv_additions, in the order they are written.
+SEMCONV_ROOT_KEYS = ("cicd.pipeline.action.name", "cicd.pipeline.result", "error.type")
+SEMCONV_RULE_KEYS = ("cicd.pipeline.task.name", "cicd.pipeline.task.type")
+SEMCONV_SPAN_KEYS = SEMCONV_ROOT_KEYS + SEMCONV_RULE_KEYS
+SEMCONV_RESOURCE_KEYS = ("cicd.pipeline.name", "cicd.pipeline.run.id", "cicd.worker.id", "cicd.worker.name",
+                         "vcs.repository.url.full", "vcs.provider.name", "vcs.ref.head.name",
+                         "vcs.ref.head.type", "vcs.ref.head.revision")
+# Clock resolution the critical path tolerates (spec §2.4: ninja logs ms).
+PATH_TOLERANCE_NS = {"ninja": 1_000_000}
+PATH_TOLERANCE_DEFAULT_NS = 1_000
 ROOT = "compiletools.build"
 SNAPSHOT = "ct.ccache.snapshot"
 PRIMARY_EVENTS = ("direct_cache_hit", "preprocessed_cache_hit", "cache_miss")
@@ -439,7 +486,7 @@ def compare_case(case_dir):
 
     # resource and scope
     _compare_attr_maps(rep, "resource", "trace resource", _strip_sdk(our_build[0].resource),
-                       _strip_sdk(ref_trace[0].resource))
+                       _strip_sdk(ref_trace[0].resource), skip=SEMCONV_RESOURCE_KEYS)  # semconv_additions
     for s in our_build:
         if s.resource != our_build[0].resource:
             rep.bad("resource", f"span {s.span.name} has a different resource")
@@ -452,7 +499,10 @@ def compare_case(case_dir):
     # span set, structure, attributes, times
     pairs = _pair_spans(rep, our_build, ref_trace, ref_complete)
     blocks = statslog_blocks(ground_truth_statslog(case_dir, case))
-    _check_pairs(rep, pairs, our_build, ref_trace, blocks)
+    _check_end_anchor(rep, our_build, timing)
+    _check_pairs(rep, pairs, our_build, ref_trace, blocks, _stamping_delay(rep, pairs))
+    _check_analytics(rep, our_build)
+    _check_semconv(rep, our_build, timing, case)
     _check_ids(rep, case, timing, our_tid, our_build)
 
     # ccache snapshots as spans
@@ -502,7 +552,48 @@ def _pair_spans(rep, ours, ref, ref_complete):
     return pairs
 
 
-def _check_pairs(rep, pairs, ours, ref, blocks):
+def iso_ns(timestamp):
+    """Unix ns of an ISO 8601 timestamp with a UTC offset (µs resolution)."""
+    dt = datetime.datetime.fromisoformat(timestamp)
+    if dt.tzinfo is None:
+        raise ValueError(f"{timestamp!r} has no UTC offset")
+    d = dt - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (d.days * 86_400 + d.seconds) * 1_000_000_000 + d.microseconds * 1_000
+
+
+def _check_end_anchor(rep, ours, timing):
+    """time_anchored_at_end: our root ends at timing.json's `timestamp`."""
+    ts = timing.get("timestamp")
+    try:
+        want = iso_ns(ts)
+    except (TypeError, ValueError) as exc:
+        rep.bad("times", f"timing.json timestamp {ts!r}: {exc}")
+        return
+    for s in ours:
+        if s.span.name == ROOT and not s.span.parent_span_id and abs(s.span.end_time_unix_nano - want) > 1_000:
+            rep.bad("times", f"our root ends {(s.span.end_time_unix_nano - want) / 1000:+.1f} µs off "
+                    f"timing.json's timestamp {ts}")
+
+
+def _stamping_delay(rep, pairs):
+    """time_anchored_at_end: δ, the shift every span of ours has against the
+    reference, measured at the root's start (0 without a root pair)."""
+    intended("time_anchored_at_end")
+    roots = [(o, r) for o, r in pairs if o.span.name == ROOT and not o.span.parent_span_id]
+    if not roots:
+        return 0
+    o, r = roots[0]
+    delay = o.span.start_time_unix_nano - r.span.start_time_unix_nano
+    if not -TIME_RESIDUAL_NS <= delay <= STAMPING_DELAY_MAX_NS:
+        rep.bad("times", f"our trace is {delay / 1000:+.1f} µs off the reference's; ct-cake's stamping delay "
+                f"lies in [-{TIME_RESIDUAL_NS / 1000:.0f} µs, {STAMPING_DELAY_MAX_NS / 1e6:.0f} ms]")
+    elif delay > TIME_TOLERANCE_NS:
+        rep.note(f"ct-cake's stamping delay was {delay / 1000:.1f} µs (descheduled?); "
+                 "span times compared with it taken out")
+    return delay
+
+
+def _check_pairs(rep, pairs, ours, ref, blocks, delay):
     o_by_id = {s.span.span_id: s for s in ours}
     r_by_id = {s.span.span_id: s for s in ref}
     name_count = Counter(s.span.name for s in ours)
@@ -530,47 +621,259 @@ def _check_pairs(rep, pairs, ours, ref, blocks):
         if o.span.dropped_attributes_count != r.span.dropped_attributes_count:
             rep.bad("span", f"{what}: dropped_attributes_count {o.span.dropped_attributes_count} "
                     f"vs {r.span.dropped_attributes_count}")
-        # times (time_anchored_at_end)
+        # times (time_anchored_at_end): the build's δ taken out
         for field in ("start_time_unix_nano", "end_time_unix_nano"):
             d = getattr(o.span, field) - getattr(r.span, field)
-            if abs(d) > TIME_TOLERANCE_NS:
-                rep.bad("times", f"{what}: {field} differs by {d / 1000:+.1f} µs (> {TIME_TOLERANCE_NS / 1000:.0f} µs)")
+            if abs(d - delay) > TIME_RESIDUAL_NS:
+                rep.bad("times", f"{what}: {field} differs by {d / 1000:+.1f} µs, {(d - delay) / 1000:+.1f} µs "
+                        f"beyond the build's stamping delay {delay / 1000:+.1f} µs (> {TIME_RESIDUAL_NS / 1000:.0f} µs)")
         # attributes
-        skip = ()
+        # build_analytics_additions: checked by _check_analytics over all our spans
+        skip = tuple(k for k in o.attrs if k in ANALYTICS_KEYS + SEMCONV_SPAN_KEYS and k not in r.attrs)
         if o.attrs.get("ct.rule_type") == ("string", "compile") and r.attrs.get("ct.rule.cache_layer") == ("string", "other"):
-            skip = ("ct.rule.cache_layer", "ct.ccache.outcome")
+            skip += ("ct.rule.cache_layer", "ct.ccache.outcome")
             _check_per_tu(rep, what, o, r, blocks)
         if o.span.name == ROOT and not o.span.parent_span_id:
             _check_root(rep, o, r)
-            skip = tuple(k for k in set(o.attrs) | set(r.attrs) if k.startswith(("ct.build.", "ct.ccache.")))
+            skip += tuple(k for k in set(o.attrs) | set(r.attrs) if k.startswith(("ct.build.", "ct.ccache.")))
         _compare_attr_maps(rep, "attributes", what, o.attrs, r.attrs, skip=skip)
 
 
 def _check_root(rep, o, r):
-    """root_aggregates_recomputed: equal values, no relaxation."""
-    keys = sorted(k for k in set(o.attrs) | set(r.attrs) if k.startswith(("ct.build.", "ct.ccache.")))
+    """root_aggregates_recomputed: equal values, no relaxation (the analytics
+    additions, absent from the reference, are _check_analytics's)."""
+    keys = sorted(k for k in set(o.attrs) | set(r.attrs) if k.startswith(("ct.build.", "ct.ccache."))
+                  and not (k in ANALYTICS_ROOT_KEYS and k not in r.attrs))
     for k in keys:
         if not _lenient_equal(o.attrs.get(k), r.attrs.get(k)):
             rep.bad("root-aggregates", f"root {k} = {show(o.attrs.get(k))} (ours) vs {show(r.attrs.get(k))} (reference)")
 
 
+def _union_ns(intervals):
+    """Total length of the union of [start, end) intervals."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def _most_at_once(intervals):
+    """Most intervals running at one instant: half-open, a zero-length one
+    runs for an instant right after those that end at its time."""
+    events = []
+    for s, e in intervals:
+        if e > s:
+            events += [(s, 1, 1), (e, 0, -1)]
+        else:
+            events += [(s, 1, 1), (s, 2, -1)]
+    running = best = 0
+    for _, _, d in sorted(events):
+        running += d
+        best = max(best, running)
+    return best
+
+
+def expected_result(timing):
+    """semconv_additions: the result timing.json's phases decide (README
+    "Standard names"), read independently of the core: (result, error.type)
+    or None."""
+    phases = [e.get("name") for e in timing.get("phases", []) if "rule_type" not in e]
+    if not phases:
+        return None
+    if phases[-1] == "postbuild_scripts":
+        return ("success", None)
+    if "prebuild_scripts" in phases:
+        return ("failure", phases[-1])
+    return None
+
+
+def _check_semconv(rep, ours, timing, case):
+    """semconv_additions: resource keys, the root's pipeline run keys, the
+    rules' task keys; each only where documented, last, with its value."""
+    intended("semconv_additions")
+    if not ours:
+        return
+    res = ours[0].resource
+    want = {"cicd.pipeline.run.id": res.get("ct.invocation_id"),
+            "cicd.worker.id": res.get("host.name"), "cicd.worker.name": res.get("host.name")}
+    for k, v in want.items():
+        if v is None or res.get(k) != v:
+            rep.bad("semconv", f"resource {k} = {show(res.get(k))}, expected {show(v)}")
+    name = res.get("cicd.pipeline.name")
+    if name is None or name[0] != "string" or not name[1]:
+        rep.bad("semconv", f"resource cicd.pipeline.name = {show(name)}, expected a non-empty string")
+    if "git.commit.sha" in res or "vcs.ref.head.revision" in res:
+        if res.get("vcs.ref.head.revision") != res.get("git.commit.sha"):
+            rep.bad("semconv", "vcs.ref.head.revision differs from git.commit.sha")
+    result = expected_result(timing)
+    exit_code = case.get("exit_code")
+    if result is not None and exit_code is not None and (result[0] == "success") != (exit_code == 0):
+        rep.bad("semconv", f"the phases say {result[0]}, ct-cake exited {exit_code}")
+
+    def tail(s):
+        order = [kv.key for kv in s.span.attributes]
+        n = 0
+        while n < len(order) and order[len(order) - 1 - n] in SEMCONV_SPAN_KEYS:
+            n += 1
+        if any(k in SEMCONV_SPAN_KEYS for k in order[:len(order) - n]):
+            rep.bad("semconv", f"{s.span.name}: semantic-convention keys not at the end: {order}")
+        return [(k, plain(s.attrs.get(k))) for k in order[len(order) - n:]]
+
+    for s in ours:
+        if not s.span.parent_span_id:
+            want = [("cicd.pipeline.action.name", "BUILD")]
+            if result is not None:
+                want.append(("cicd.pipeline.result", result[0]))
+                if result[1] is not None:
+                    want.append(("error.type", result[1]))
+        elif "ct.rule_type" in s.attrs:
+            target = plain(s.attrs.get("ct.target"))
+            want = [("cicd.pipeline.task.name", target)] if target else []
+            test = plain(s.attrs.get("ct.rule_type")) == "test"
+            want.append(("cicd.pipeline.task.type", "test" if test else "build"))
+        else:
+            want = []
+        got = tail(s)
+        if got != want:
+            rep.bad("semconv", f"{s.span.name}: {got} (trailing), expected {want}")
+
+
+def _check_analytics(rep, ours):
+    """build_analytics_additions: where the keys are, their order and types,
+    and the invariants their values must hold (README "Build analytics")."""
+    intended("build_analytics_additions")
+    by_id = {s.span.span_id: s for s in ours}
+    is_rule = lambda s: "ct.rule_type" in s.attrs  # noqa: E731
+
+    def counted(s):
+        p = by_id.get(s.span.parent_span_id)
+        while p is not None:
+            if is_rule(p):
+                return False
+            p = by_id.get(p.span.parent_span_id)
+        return is_rule(s)
+
+    rules = [s for s in ours if counted(s)]
+    roots = [s for s in ours if not s.span.parent_span_id]
+    backend = plain(ours[0].resource.get("ct.backend")) if ours else None
+    tol = PATH_TOLERANCE_NS.get(backend, PATH_TOLERANCE_DEFAULT_NS)
+
+    def trailing(s, allowed):
+        order = [kv.key for kv in s.span.attributes]
+        while order and order[-1] in SEMCONV_SPAN_KEYS:  # semconv_additions come last
+            order.pop()
+        n = 0
+        while n < len(order) and order[len(order) - 1 - n] in allowed:
+            n += 1
+        head, tail = order[:len(order) - n], order[len(order) - n:]
+        if any(k in ANALYTICS_KEYS for k in head):
+            rep.bad("analytics", f"{s.span.name}: analytics keys not at the end: {order}")
+        return tuple(tail)
+
+    for s in ours:
+        if s in rules or (s in roots and s.span.name == ROOT):
+            continue
+        if any(k in s.attrs for k in ANALYTICS_KEYS):
+            rep.bad("analytics", f"{s.span.name}: analytics keys on a span that is no counted rule or root")
+    weighted_sum = 0.0
+    for s in rules:
+        tail = trailing(s, ANALYTICS_RULE_KEYS)
+        w = s.attrs.get("ct.rule.weighted_s")
+        flag = s.attrs.get("ct.critical_path")
+        if tail not in (ANALYTICS_RULE_KEYS[:1], ANALYTICS_RULE_KEYS) or w is None or w[0] != "double" \
+                or w[1] < 0 or (flag is not None and flag != ("bool", True)):
+            rep.bad("analytics", f"{s.span.name}: rule analytics {tail} = {show(w)}, {show(flag)}")
+            continue
+        weighted_sum += w[1]
+    if not roots:
+        return
+    root = roots[0]
+    tail = trailing(root, ANALYTICS_ROOT_KEYS)
+    if not rules:
+        if tail:
+            rep.bad("analytics", f"root has {tail} but no rule span counts")
+        return
+    if tail not in (ANALYTICS_ROOT_KEYS, ANALYTICS_ROOT_KEYS[1:]):
+        rep.bad("analytics", f"root analytics keys {tail}, expected {ANALYTICS_ROOT_KEYS} (avg optional)")
+        return
+    times = [(s.span.start_time_unix_nano, s.span.end_time_unix_nano) for s in rules]
+    busy_s = _union_ns(times) / 1e9
+    if not math.isclose(weighted_sum, busy_s, rel_tol=1e-9, abs_tol=1e-9):
+        rep.bad("analytics", f"weighted times sum to {weighted_sum} s, the rules were busy {busy_s} s")
+    most = root.attrs.get("ct.build.parallelism.max")
+    if most != ("int", _most_at_once(times)):
+        rep.bad("analytics", f"root ct.build.parallelism.max = {show(most)}, the spans say {_most_at_once(times)}")
+    execution = [s for s in ours if s.span.name == "phase.build_execution" and s.span.parent_span_id == root.span.span_id]
+    wall = execution[0].span.end_time_unix_nano - execution[0].span.start_time_unix_nano if execution else 0
+    avg = root.attrs.get("ct.build.parallelism.avg")
+    want_avg = sum(e - s for s, e in times) / wall if wall > 0 else None
+    if (avg is None) != (want_avg is None) or (avg is not None and (avg[0] != "double"
+                                                                   or not math.isclose(avg[1], want_avg, rel_tol=1e-9))):
+        rep.bad("analytics", f"root ct.build.parallelism.avg = {show(avg)}, expected {want_avg}")
+    path = sorted((s for s in rules if "ct.critical_path" in s.attrs), key=lambda s: s.span.start_time_unix_nano)
+    length = root.attrs.get("ct.build.critical_path_s")
+    if not path:
+        rep.bad("analytics", "rules ran but no ct.critical_path rule")
+    else:
+        first, last = path[0].span, path[-1].span
+        if last.end_time_unix_nano != max(e for _, e in times):
+            rep.bad("analytics", f"the critical path ends with {path[-1].span.name}, not with a rule that finished last")
+        def latest_end_before(q):
+            """Latest end of a rule that started before q and ended by q's start (± tol)."""
+            ends = [e for s, e in times if s < q.start_time_unix_nano and e <= q.start_time_unix_nano + tol]
+            return max(ends, default=None)
+
+        if latest_end_before(first) is not None:
+            rep.bad("analytics", f"the critical path's first rule {path[0].span.name} has a predecessor")
+        for p, q in zip(path, path[1:]):
+            if not (p.span.start_time_unix_nano < q.span.start_time_unix_nano
+                    and p.span.end_time_unix_nano <= q.span.start_time_unix_nano + tol):
+                rep.bad("analytics", f"critical path step {p.span.name} -> {q.span.name} is not a chain in time")
+            elif latest_end_before(q.span) != p.span.end_time_unix_nano:
+                rep.bad("analytics", f"critical path step {p.span.name} -> {q.span.name}: another rule "
+                        f"finished later before {q.span.name} started")
+        want = (last.end_time_unix_nano - first.start_time_unix_nano) / 1e9
+        if length is None or length[0] != "double" or not math.isclose(length[1], want, abs_tol=1e-9):
+            rep.bad("analytics", f"root ct.build.critical_path_s = {show(length)}, the flagged path is {want} s")
+        if want > (root.span.end_time_unix_nano - root.span.start_time_unix_nano) / 1e9:
+            rep.bad("analytics", f"the critical path ({want} s) is longer than the build")
+    top = root.attrs.get("ct.build.top_weighted_rules")
+    names = {s.span.name for s in rules}
+    if top is None or top[0] != "array" or len(top[1]) != min(ANALYTICS_TOP_N, len(rules)) \
+            or any(v[0] != "string" or v[1] not in names for v in top[1]):
+        rep.bad("analytics", f"root ct.build.top_weighted_rules = {show(top)}")
+
+
 def _check_per_tu(rep, what, o, r, blocks):
-    """per_tu_cache_layer: the statslog decides ccache / compiled / other."""
+    """per_tu_cache_layer: the statslog decides ccache / compiled / other.
+
+    Several blocks for one source (an explicit statslog spanning builds, a TU
+    compiled twice): the last block decides, as in the receiver
+    (rust/src/statslog/attribution.rs); a last block without an outcome
+    leaves `other` even when an earlier block had one.
+    """
     intended("per_tu_cache_layer")
     source = plain(o.attrs.get("ct.source"))
     candidates = blocks.get(source, []) if source else []
-    primaries = {p for p in candidates if p}
+    last = candidates[-1] if candidates else None
     layer = plain(o.attrs.get("ct.rule.cache_layer"))
     outcome = plain(o.attrs.get("ct.ccache.outcome"))
-    if not primaries:
+    if last is None:
         if layer != "other" or outcome is not None:
-            rep.bad("per-tu", f"{what}: no statslog block with an outcome for {source!r}, "
+            why = "the last statslog block has no outcome" if candidates else "no statslog block"
+            rep.bad("per-tu", f"{what}: {why} for {source!r}, "
                     f"but ours says cache_layer={layer!r} outcome={outcome!r} (expected 'other', no outcome)")
         return
-    ok = outcome in primaries and layer == LAYER_OF_PRIMARY.get(outcome)
-    if not ok:
-        want = " or ".join(f"cache_layer={LAYER_OF_PRIMARY[p]!r} outcome={p!r}" for p in sorted(primaries))
-        rep.bad("per-tu", f"{what}: ours cache_layer={layer!r} outcome={outcome!r}, statslog says {want}")
+    if outcome != last or layer != LAYER_OF_PRIMARY[last]:
+        rep.bad("per-tu", f"{what}: ours cache_layer={layer!r} outcome={outcome!r}, the last statslog block "
+                f"of {len(candidates)} says cache_layer={LAYER_OF_PRIMARY[last]!r} outcome={last!r}")
     for k in ("ct.rule.cache_layer", "ct.ccache.outcome"):
         t = o.attrs.get(k)
         if t is not None and t[0] != "string":
@@ -673,7 +976,15 @@ def _check_metrics(rep, ours, ref, our_tid, ref_tid, our_build, ref_trace):
     if plain(o_res.get("ct.invocation_id")) != our_tid.hex():
         rep.bad("metrics", f"ours: metrics ct.invocation_id {show(o_res.get('ct.invocation_id'))} "
                 f"is not our trace id {our_tid.hex()}")
-    _compare_attr_maps(rep, "metrics", "metrics resource", o_res, r_res, skip=("ct.invocation_id",))
+    _compare_attr_maps(rep, "metrics", "metrics resource", o_res, r_res,
+                       skip=("ct.invocation_id",) + SEMCONV_RESOURCE_KEYS)
+    # semconv_additions: as the trace's resource, without the pipeline run
+    # (opt-in on metrics by the CI/CD conventions)
+    if "cicd.pipeline.run.id" in o_res:
+        rep.bad("semconv", "the metrics resource carries cicd.pipeline.run.id")
+    for k in SEMCONV_RESOURCE_KEYS:
+        if k != "cicd.pipeline.run.id" and o_res.get(k) != our_build[0].resource.get(k):
+            rep.bad("semconv", f"metrics resource {k} = {show(o_res.get(k))}, the trace's {show(our_build[0].resource.get(k))}")
     if any(m.resource != ours[0].resource for m in ours):
         rep.bad("metrics", "our metrics do not share one resource")
     # per metric

@@ -23,7 +23,7 @@ every compile/link through ct-lock-helper, the only local-disk path that
 writes the transient rule_outcomes.log (spec §5.1) -- also captured live.
 
 The default matrix is sized for `make test` on 2 cores (~20 builds of a
-9-TU project); CT_REALBUILDS_FULL=1 (`make e2e-full`) runs every kind in
+9-TU project, one of them with metrics as spans); CT_REALBUILDS_FULL=1 (`make e2e-full`) runs every kind in
 both statslog modes on every backend plus extra cases.
 """
 
@@ -84,9 +84,19 @@ def _fail(backend, mode, prefix=None):
                     workspace=ws, project="shapes-broken", fresh_ccache=True, expect_failure=True)
 
 
+def _metrics_as_spans(workspace):
+    """A warm shake build (ccache hits in an explicit statslog) exported with
+    --otel-metrics-as-spans, read by a receiver with metrics_as_spans: true."""
+    return Scenario(name="shake-metrics-as-spans", backend="shake", kind="warm", statslog="explicit",
+                    workspace=workspace, after=(f"{workspace}-warm",), clean_outputs=True,
+                    metrics_as_spans=True,
+                    notes=("--otel-metrics-as-spans; the receiver runs with metrics_as_spans: true",))
+
+
 def default_matrix():
     """Every backend x {cold, noop, warm, fail}; both statslog modes on every
-    backend (alternating per kind), plus the two lock-helper cold builds."""
+    backend (alternating per kind), plus the two lock-helper cold builds and
+    one metrics-as-spans build."""
     out = []
     for i, b in enumerate(BACKENDS):
         a, e = ("auto", "explicit") if i % 2 == 0 else ("explicit", "auto")
@@ -94,6 +104,7 @@ def default_matrix():
         out.append(_fail(b, a))
     out += _sequence("ninja", {"cold": "auto"}, prefix="ninja-lockhelper", no_flock=True, kinds=("cold",))
     out += _sequence("make", {"cold": "explicit"}, prefix="make-lockhelper", no_flock=True, kinds=("cold",))
+    out.append(_metrics_as_spans("shake"))   # shake-warm is explicit in this matrix
     return out
 
 
@@ -110,10 +121,7 @@ def full_matrix():
         for mode in ("auto", "explicit"):
             out += _sequence(b, {"cold": mode, "noop": mode, "warm": mode},
                              prefix=f"{b}-lockhelper-{mode}", no_flock=True)
-    out.append(Scenario(name="shake-metrics-as-spans", backend="shake", kind="warm", statslog="explicit",
-                        workspace="shake-explicit", after=("shake-explicit-warm",), clean_outputs=True,
-                        metrics_as_spans=True,
-                        notes=("--otel-metrics-as-spans; the receiver runs with metrics_as_spans: true",)))
+    out.append(_metrics_as_spans("shake-explicit"))
     out.append(Scenario(name="shake-noop-stale-statslog", backend="shake", kind="noop", statslog="explicit",
                         workspace="shake-explicit", after=("shake-metrics-as-spans",),
                         statslog_from="shake-metrics-as-spans",

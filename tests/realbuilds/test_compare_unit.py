@@ -1,5 +1,7 @@
 """compare.py's own building blocks (no build, no collector needed)."""
 
+import pytest
+
 import compare
 
 
@@ -43,3 +45,172 @@ def test_every_intended_difference_is_documented_once():
     ids = [d[0] for d in compare.INTENDED_DIFFERENCES]
     assert len(ids) == len(set(ids))
     assert all(len(d) == 4 and all(d) for d in compare.INTENDED_DIFFERENCES)
+
+
+def _analytics_trace(mutate=None):
+    """The README's worked example (rust/tests/analytics.rs): a → b → c with
+    fillers, as our spans would carry it; `mutate(spans)` changes it."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    s = 1_000_000_000
+    req = trace_service_pb2.ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.add(key="ct.backend", value=common_pb2.AnyValue(string_value="shake"))
+    ss = rs.scope_spans.add()
+
+    def span(name, sid, parent, start, end, attrs=()):
+        sp = ss.spans.add(name=name, span_id=bytes([sid] * 8), parent_span_id=parent,
+                          start_time_unix_nano=start, end_time_unix_nano=end)
+        for k, v in attrs:
+            kv = sp.attributes.add(key=k)
+            if isinstance(v, bool):
+                kv.value.bool_value = v
+            elif isinstance(v, int):
+                kv.value.int_value = v
+            elif isinstance(v, float):
+                kv.value.double_value = v
+            elif isinstance(v, list):
+                for x in v:
+                    kv.value.array_value.values.add(string_value=x)
+            else:
+                kv.value.string_value = v
+        return sp
+
+    top = ["b", "a", "c", "f3", "f2", "f4", "f1"]
+    span(compare.ROOT, 1, b"", 100 * s, 110 * s, [
+        ("ct.build.cas_avoided_count", 0), ("ct.build.parallelism.avg", 1.75),
+        ("ct.build.parallelism.max", 3), ("ct.build.critical_path_s", 8.0),
+        ("ct.build.top_weighted_rules", [f"compile.d/{n}.cpp" for n in top])])
+    phase = span("phase.build_execution", 2, bytes([1] * 8), 101 * s, 109 * s)
+    rules = [("f1", 101, 102, 1 / 3, False), ("a", 101, 104, 1 / 3 + 0.5 + 1, True),
+             ("f2", 101, 103, 1 / 3 + 0.5, False), ("f3", 104, 106, 1.0, False),
+             ("b", 104, 107, 2.0, True), ("f4", 107, 108, 0.5, False), ("c", 107, 109, 1.5, True)]
+    for i, (n, a, b, w, on_path) in enumerate(rules):
+        attrs = [("ct.rule_type", "compile"), ("ct.rule.weighted_s", w)]
+        if on_path:
+            attrs.append(("ct.critical_path", True))
+        span(f"compile.d/{n}.cpp", 10 + i, phase.span_id, a * s, b * s, attrs)
+    if mutate:
+        mutate(ss.spans)
+    return compare.spans_of([("001-traces.pb", "traces", req)])
+
+
+def _analytics_problems(mutate=None):
+    rep = compare.Report("analytics")
+    compare._check_analytics(rep, _analytics_trace(mutate))
+    return [t for c, t in rep.problems if c == "analytics"]
+
+
+def test_analytics_checker_accepts_the_worked_example_and_rejects_changes():
+    assert _analytics_problems() == []
+
+    def attr(spans, name, key):
+        sp = next(x for x in spans if x.name == name)
+        return next(kv for kv in sp.attributes if kv.key == key)
+
+    def heavier(spans):
+        attr(spans, "compile.d/a.cpp", "ct.rule.weighted_s").value.double_value += 0.25
+
+    def off_path(spans):
+        sp = next(x for x in spans if x.name == "compile.d/b.cpp")
+        del sp.attributes[-1]
+
+    def on_phase(spans):
+        spans[1].attributes.add(key="ct.rule.weighted_s").value.double_value = 1.0
+
+    def more_at_once(spans):
+        attr(spans, compare.ROOT, "ct.build.parallelism.max").value.int_value = 2
+
+    def not_trailing(spans):
+        sp = next(x for x in spans if x.name == "compile.d/f1.cpp")
+        sp.attributes.add(key="late").value.string_value = "x"
+
+    def no_average(spans):
+        spans[1].name = "phase.other"
+
+    for change in (heavier, off_path, on_phase, more_at_once, not_trailing, no_average):
+        assert _analytics_problems(change), f"{change.__name__} went unnoticed"
+
+
+def _per_tu_problems(blocks, layer, outcome, source="/w/src/a.cpp"):
+    attrs = {"ct.rule_type": ("string", "compile"), "ct.source": ("string", source)}
+    if layer is not None:
+        attrs["ct.rule.cache_layer"] = ("string", layer)
+    if outcome is not None:
+        attrs["ct.ccache.outcome"] = ("string", outcome)
+    span = compare.SpanRec(None, None, None, attrs, None, None)
+    rep = compare.Report("unit")
+    compare._check_per_tu(rep, "compile.a.cpp", span, span, blocks)
+    return rep.problems
+
+
+def test_per_tu_attribution_must_be_the_last_block_of_the_source():
+    # a TU compiled twice (or an explicit statslog spanning builds): the
+    # last block decides, an earlier block's outcome is wrong
+    blocks = {"/w/src/a.cpp": ["cache_miss", "direct_cache_hit"]}
+    assert _per_tu_problems(blocks, "ccache", "direct_cache_hit") == []
+    assert _per_tu_problems(blocks, "compiled", "cache_miss")
+    assert _per_tu_problems(blocks, "compiled", "direct_cache_hit")  # layer of another outcome
+    assert _per_tu_problems(blocks, "other", None)
+
+
+def test_per_tu_last_block_without_outcome_leaves_other():
+    blocks = {"/w/src/a.cpp": ["direct_cache_hit", None]}
+    assert _per_tu_problems(blocks, "other", None) == []
+    assert _per_tu_problems(blocks, "ccache", "direct_cache_hit")
+    # no block at all: other too
+    assert _per_tu_problems({}, "other", None) == []
+    assert _per_tu_problems({}, "compiled", "cache_miss")
+
+
+class _Span:
+    def __init__(self, start, end, name=compare.ROOT, parent=b""):
+        self.name, self.parent_span_id = name, parent
+        self.start_time_unix_nano, self.end_time_unix_nano = start, end
+
+
+def _rec(span):
+    return compare.SpanRec(None, None, span, {}, (span.name, None), None)
+
+
+def test_timestamps_parse_to_exact_unix_ns():
+    assert compare.iso_ns("2026-11-30T03:43:45.418084+00:00") == 1796010225418084000
+    assert compare.iso_ns("2026-11-30T04:43:45.418084+01:00") == 1796010225418084000
+    with pytest.raises(ValueError):
+        compare.iso_ns("2026-11-30T03:43:45")
+
+
+def test_our_root_must_end_at_the_timestamp():
+    end = compare.iso_ns("2026-11-30T03:43:45.418084+00:00")
+    timing = {"timestamp": "2026-11-30T03:43:45.418084+00:00"}
+    for shift, bad in ((0, False), (900, False), (1_500, True), (-10**9, True)):
+        rep = compare.Report("unit")
+        compare._check_end_anchor(rep, [_rec(_Span(end - 10**9, end + shift))], timing)
+        assert bool(rep.problems) == bad, (shift, rep.problems)
+
+
+def test_stamping_delay_is_bounded_and_late_only():
+    for delay, bad in ((6_000, False), (900_000, False), (-1_000, False), (-6_000, True),
+                       (compare.STAMPING_DELAY_MAX_NS + 1, True)):
+        rep = compare.Report("unit")
+        pair = (_rec(_Span(10**9 + delay, 2 * 10**9 + delay)), _rec(_Span(10**9, 2 * 10**9)))
+        assert compare._stamping_delay(rep, [pair]) == delay
+        assert bool(rep.problems) == bad, (delay, rep.problems)
+
+
+def test_expected_result_reads_the_phases():
+    def doc(*names, root_rule=False):
+        phases = [{"name": n} for n in names]
+        if root_rule:
+            phases.append({"name": "late.o", "rule_type": "compile"})
+        return {"phases": phases}
+
+    full = ("target_discovery", "prebuild_scripts", "build_graph", "generate", "build_execution", "postbuild_scripts")
+    assert compare.expected_result(doc(*full)) == ("success", None)
+    assert compare.expected_result(doc(*full, root_rule=True)) == ("success", None)
+    assert compare.expected_result(doc(*full[:5])) == ("failure", "build_execution")
+    assert compare.expected_result(doc(*full[:2])) == ("failure", "prebuild_scripts")
+    assert compare.expected_result(doc("target_discovery", "build_graph", "generate")) is None  # clean
+    assert compare.expected_result(doc("target_discovery")) is None  # --filelist
+    assert compare.expected_result(doc()) is None

@@ -19,9 +19,12 @@ pytestmark = pytest.mark.realbuilds
 MATRIX = scenarios.selected()
 
 
-def _semantics(sc, case, ref_root, ref_compiles):
+def _semantics(sc, case, ref_root, ref_compiles, ref_snapshots):
     """Did the harness build what the scenario claims? (not a receiver check)"""
     out = []
+    if sc.metrics_as_spans and not ref_snapshots:
+        # without one the snapshot span comparison would have nothing to compare
+        out.append(f"metrics-as-spans build without a {compare.SNAPSHOT} span in ct-cake's export")
     hits = sum(ref_root.get(k, 0) for k in ("ct.ccache.direct_hits", "ct.ccache.preprocessed_hits"))
     misses = ref_root.get("ct.ccache.misses", 0)
     records_rules = sc.backend in ("shake", "make", "ninja")
@@ -65,8 +68,9 @@ def test_ours_matches_ct_cake(campaign, scenario, request):
         if s.span.name == compare.ROOT and not s.span.parent_span_id:
             ref_root = {k: compare.plain(v) for k, v in s.attrs.items()}
     ref_compiles = sum(1 for s in rtrace if compare.plain(s.attrs.get("ct.rule_type")) == "compile")
+    ref_snapshots = sum(1 for s in compare.spans_of(ref) if s.span.name == compare.SNAPSHOT)
     problems = [("harness", p) for p in res.problems]
-    problems += [("scenario", p) for p in _semantics(sc, res.case, ref_root, ref_compiles)]
+    problems += [("scenario", p) for p in _semantics(sc, res.case, ref_root, ref_compiles, ref_snapshots)]
     problems += rep.problems
     cats = {}
     for c, _ in problems:
@@ -160,6 +164,11 @@ def _root_aggregate(sig, msg):
     return bool(root) and _set_attr(root, "ct.build.recompiled_count", lambda v: v.__setattr__("int_value", v.int_value + 1))
 
 
+def _analytics(sig, msg):
+    s = sig == "traces" and _first_compile(msg)
+    return bool(s) and _set_attr(s, "ct.rule.weighted_s", lambda v: v.__setattr__("double_value", v.double_value + 1.0))
+
+
 def _metric_value(sig, msg):
     if sig != "metrics":
         return False
@@ -175,6 +184,7 @@ def _metric_value(sig, msg):
 MUTATIONS = {
     "times": _shift_time, "attributes": _retype_attr, "spans": _drop_span, "structure": _reparent,
     "resource": _resource, "root-aggregates": _root_aggregate, "metrics": _metric_value,
+    "analytics": _analytics,
 }
 
 
@@ -212,3 +222,33 @@ def test_compare_reports_injected_differences(campaign, tmp_path):
     else:
         problems.append(f"no metrics in {base_name}/ours to duplicate")
     assert not problems, "\n".join(problems)
+
+
+def _snapshot_value(sig, msg):
+    """One ct.ccache.snapshot attribute (an event count) off by one."""
+    if sig != "traces":
+        return False
+    for s in _spans(msg):
+        if s.name == compare.SNAPSHOT:
+            for kv in s.attributes:
+                if kv.value.WhichOneof("value") == "int_value":
+                    kv.value.int_value += 1
+                    return True
+    return False
+
+
+def test_compare_reports_a_wrong_snapshot_span(campaign, tmp_path):
+    name = next(s.name for s in MATRIX if s.metrics_as_spans)
+    try:
+        res = campaign.run(name)
+    except ScenarioFailed as exc:
+        pytest.fail(f"{name} did not build: {exc}", pytrace=False)
+    base = compare.compare_case(res.case_dir).categories().get("snapshot-span", 0)
+    import shutil
+    copy = tmp_path / "snapshot"
+    shutil.copytree(res.case_dir, copy)
+    changed = []
+    _mutate(str(copy), lambda sig, msg: changed.append(_snapshot_value(sig, msg)) or changed[-1])
+    assert any(changed), f"no {compare.SNAPSHOT} span with an int attribute in {name}/ours"
+    got = compare.compare_case(str(copy)).categories()
+    assert got.get("snapshot-span", 0) > base, f"the wrong snapshot value was not reported (got {dict(got)})"

@@ -17,6 +17,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
 )
 
 // Transient names ct-cake deletes after writing timing.json.
@@ -98,9 +101,11 @@ func (c *Capturer) captureOne(src, dst string) (bool, error) {
 	return true, nil
 }
 
-// appendFrom copies src[offset:] to the end of dst.
+// appendFrom copies src[offset:] to the end of dst. Neither open waits: src
+// was a regular file at Observe's Lstat but may have been replaced since,
+// and dst lives in a directory other users may write to.
 func appendFrom(src, dst string, offset int64) (int64, error) {
-	in, err := os.Open(src)
+	in, _, err := regularfile.Open(src)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return 0, nil // deleted meanwhile: keep what was copied
@@ -111,7 +116,7 @@ func appendFrom(src, dst string, offset int64) (int64, error) {
 	if _, err := in.Seek(offset, io.SeekStart); err != nil {
 		return 0, err
 	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return 0, err
 	}

@@ -41,9 +41,20 @@ type Request struct {
 	Signals            Signals
 	MetricsAsSpans     bool
 	Limits             Limits
+	// PipelineName is `cicd.pipeline.name` ("": omitted).
+	PipelineName string
+	// VCS holds the `vcs.*` resource attributes ("" fields omitted).
+	VCS VCS
+	// RootSpanServer makes the root span SERVER instead of INTERNAL.
+	RootSpanServer bool
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool
+}
+
+// VCS is what the receiver read from the build's git work tree.
+type VCS struct {
+	RefHeadName, RefHeadType, RepositoryURLFull, ProviderName string
 }
 
 // Summary holds the counts the core reports for one build.

@@ -12,9 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
-
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // callScope is what one core call holds while the core runs: a cancel
@@ -74,43 +71,6 @@ func watchCancel(ctx context.Context) (*C.CtCancel, func(), error) {
 		<-exited
 		C.ct_cancel_free(token)
 	}, nil
-}
-
-// decodeOutput turns what every core call returns into an Output, or into
-// an error carrying the core's message when code is not CodeOK. It only
-// reads the result, which the caller frees afterwards: pdata's unmarshalers
-// copy every string and byte slice out of their input.
-func decodeOutput(code C.int32_t, message, warnings, traces, metrics C.CtBuffer) (Output, error) {
-	if c := Code(code); c != CodeOK {
-		return Output{}, &Error{Code: c, Message: string(bufferBytes(message))}
-	}
-	var out Output
-	if w := bufferBytes(warnings); len(w) > 0 {
-		out.Warnings = strings.Split(string(w), "\n")
-	}
-	var err error
-	if out.Traces, out.HasTraces, err = decodeSignal(traces, "traces", (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces); err != nil {
-		return Output{}, err
-	}
-	if out.Metrics, out.HasMetrics, err = decodeSignal(metrics, "metrics", (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics); err != nil {
-		return Output{}, err
-	}
-	return out, nil
-}
-
-// decodeSignal unmarshals one signal's OTLP bytes; an empty buffer means
-// the signal was not produced.
-func decodeSignal[T any](b C.CtBuffer, signal string, unmarshal func([]byte) (T, error)) (T, bool, error) {
-	var zero T
-	raw := bufferBytes(b)
-	if len(raw) == 0 {
-		return zero, false, nil
-	}
-	v, err := unmarshal(raw)
-	if err != nil {
-		return zero, false, &Error{Code: CodeDecode, Message: signal + ": " + err.Error()}
-	}
-	return v, true, nil
 }
 
 // bufferBytes views a Rust-owned buffer without copying; valid until freed.

@@ -57,3 +57,9 @@ type CASResult struct {
 	Points       uint64
 	Anomalies    uint64
 }
+
+// CASCacheFootprint is the size of a CASCache: cells and shards kept,
+// distinct bucket keys over them, and the estimated heap bytes held.
+type CASCacheFootprint struct {
+	Cells, Shards, Buckets, Bytes uint64
+}

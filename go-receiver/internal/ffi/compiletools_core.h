@@ -10,12 +10,6 @@
 #include <stdlib.h>
 
 /**
- * Bumped on every incompatible change of the types or functions below; the
- * Go side refuses a library whose version differs from its header's.
- */
-#define CT_ABI_VERSION 3
-
-/**
  * Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
  */
 #define CT_SIGNAL_TRACES 1
@@ -29,6 +23,12 @@
  * Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
  */
 #define CT_FLAG_METRICS_AS_SPANS 1
+
+/**
+ * Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
+ * run) instead of ct-cake's INTERNAL.
+ */
+#define CT_FLAG_ROOT_SPAN_SERVER 2
 
 /**
  * Flag (test hook): panic inside the call, to prove the guard holds.
@@ -166,6 +166,18 @@ typedef struct {
    */
   uint32_t flags;
   CtLimits limits;
+  /**
+   * `cicd.pipeline.name`.
+   */
+  CtByteView pipeline_name;
+  /**
+   * `vcs.ref.head.name`, `vcs.ref.head.type`, `vcs.repository.url.full`,
+   * `vcs.provider.name`.
+   */
+  CtByteView vcs_ref_head_name;
+  CtByteView vcs_ref_head_type;
+  CtByteView vcs_repository_url_full;
+  CtByteView vcs_provider_name;
 } CtBuildRequest;
 
 /**
@@ -212,6 +224,22 @@ typedef struct {
    */
   CtBuffer error_message;
 } CtBuildResult;
+
+/**
+ * Size of a scan cache (`ct_cas_cache_footprint`).
+ */
+typedef struct {
+  uint64_t cells;
+  uint64_t shards;
+  /**
+   * Distinct bucket keys over all cached shards.
+   */
+  uint64_t buckets;
+  /**
+   * Estimated heap bytes held.
+   */
+  uint64_t bytes;
+} CtCasCacheFootprint;
 
 /**
  * One cell (one variant's directory of one store kind).
@@ -294,14 +322,14 @@ typedef struct {
   CtBuffer error_message;
 } CtCasResult;
 
+/**
+ * The resource keys of this module, in the order they are written.
+ */
+#define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
-
-/**
- * The ABI version this library implements (`CT_ABI_VERSION`).
- */
-uint32_t ct_abi_version(void);
 
 /**
  * A new, unset cancel token; free it with `ct_cancel_free`.
@@ -344,6 +372,12 @@ int32_t ct_process_build(const CtBuildRequest *req, const CtCancel *cancel, CtBu
 void ct_build_result_free(CtBuildResult *res);
 
 /**
+ * The SHA-256 of the C header this library was generated with: 64
+ * lower-case hex digits, NUL-terminated, in static memory (never freed).
+ */
+const char *ct_header_sha256(void);
+
+/**
  * A new, empty scan cache; free it with `ct_cas_cache_free`.
  */
 CtCasCache *ct_cas_cache_new(void);
@@ -355,6 +389,26 @@ CtCasCache *ct_cas_cache_new(void);
  * `cache` must be null or come from `ct_cas_cache_new`, freed at most once.
  */
 void ct_cas_cache_free(CtCasCache *cache);
+
+/**
+ * Drops what `cache` keeps for every cell whose path is not among the
+ * `count` views at `paths` (spelled as the cells are scanned): a pool's
+ * variant that disappeared is never scanned again, so only this lets go
+ * of it. Returns how many cells were dropped (0 for a null cache).
+ *
+ * # Safety
+ * `cache` must be null or live; `paths` must point to `count` views, each
+ * valid for its length during the call (or `count` must be 0).
+ */
+uint64_t ct_cas_cache_retain(const CtCasCache *cache, const CtByteView *paths, size_t count);
+
+/**
+ * The size of `cache` (all zeros for a null cache).
+ *
+ * # Safety
+ * `cache` must be null or live.
+ */
+CtCasCacheFootprint ct_cas_cache_footprint(const CtCasCache *cache);
 
 /**
  * Scans the cells of `req` and returns their gauges (or snapshot span).

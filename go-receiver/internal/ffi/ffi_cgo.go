@@ -7,22 +7,7 @@ package ffi
 */
 import "C"
 
-import (
-	"context"
-	"fmt"
-)
-
-// ABIVersion is the version the linked library reports.
-func ABIVersion() uint32 { return uint32(C.ct_abi_version()) }
-
-// CheckABI fails when the linked library and the header this package was
-// compiled with disagree (a stale .a next to a newer header, or vice versa).
-func CheckABI() error {
-	if got, want := ABIVersion(), uint32(C.CT_ABI_VERSION); got != want {
-		return fmt.Errorf("compiletools core: library ABI version %d, header expects %d: rebuild the Rust library", got, want)
-	}
-	return nil
-}
+import "context"
 
 // Process runs the core on one build. Cancelling ctx sets the core's cancel
 // token, so a long parse stops at its next check instead of pinning a thread.
@@ -32,6 +17,9 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		var flags C.uint32_t
 		if req.MetricsAsSpans {
 			flags |= C.CT_FLAG_METRICS_AS_SPANS
+		}
+		if req.RootSpanServer {
+			flags |= C.CT_FLAG_ROOT_SPAN_SERVER
 		}
 		if req.forcePanic {
 			flags |= C.CT_FLAG_FORCE_PANIC
@@ -52,11 +40,16 @@ func Process(ctx context.Context, req Request) (Result, error) {
 				max_depth:         C.uint32_t(req.Limits.MaxDepth),
 				max_attribute_len: C.uint32_t(req.Limits.MaxAttributeLen),
 			},
+			pipeline_name:           s.view(req.PipelineName),
+			vcs_ref_head_name:       s.view(req.VCS.RefHeadName),
+			vcs_ref_head_type:       s.view(req.VCS.RefHeadType),
+			vcs_repository_url_full: s.view(req.VCS.RepositoryURLFull),
+			vcs_provider_name:       s.view(req.VCS.ProviderName),
 		}
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)
 		code := C.ct_process_build(&creq, s.token, &out)
-		output, err := decodeOutput(code, out.error_message, out.warnings, out.traces, out.metrics)
+		output, err := decodeOutput(Code(code), bufferBytes(out.error_message), bufferBytes(out.warnings), bufferBytes(out.traces), bufferBytes(out.metrics))
 		if err != nil {
 			return err
 		}

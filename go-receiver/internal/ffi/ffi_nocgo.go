@@ -4,8 +4,8 @@ package ffi
 
 import "context"
 
-// ABIVersion reports 0: there is no core without cgo.
-func ABIVersion() uint32 { return 0 }
+// LibraryHeaderSHA256 reports "": there is no core without cgo.
+func LibraryHeaderSHA256() string { return "" }
 
 // CheckABI always fails without cgo.
 func CheckABI() error { return ErrCgoRequired }
@@ -25,6 +25,12 @@ func NewCASCache() (*CASCache, error) { return nil, ErrCgoRequired }
 
 // Close does nothing.
 func (c *CASCache) Close() {}
+
+// Retain does nothing.
+func (c *CASCache) Retain([]string) int { return 0 }
+
+// Footprint is always zero without cgo.
+func (c *CASCache) Footprint() CASCacheFootprint { return CASCacheFootprint{} }
 
 // ScanCAS always fails without cgo.
 func ScanCAS(context.Context, CASRequest, *CASCache) (CASResult, error) {

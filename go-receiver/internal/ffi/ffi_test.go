@@ -12,12 +12,6 @@ import (
 	"time"
 )
 
-func TestABIVersionMatchesHeader(t *testing.T) {
-	if err := CheckABI(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestPanicInCoreBecomesError(t *testing.T) {
 	_, err := Process(context.Background(), Request{InvocationDir: t.TempDir(), Signals: SignalTraces, forcePanic: true})
 	if CodeOf(err) != CodePanic {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
 )
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) // SHA-1 or SHA-256 object names
@@ -20,6 +22,15 @@ var ErrNoRepository = errors.New("no git repository above the build directory")
 // maxRefDepth bounds chains of symbolic refs (git itself allows 5).
 const maxRefDepth = 5
 
+// maxSmallFile bounds the one-line files read here (HEAD, refs, commondir,
+// a `.git` file); git's own are well under 1 KiB.
+const maxSmallFile = 64 << 10
+
+// Every file is read through regularfile, which refuses FIFOs and devices
+// without waiting: the repository belongs to whoever runs the builds, and
+// one FIFO where HEAD should be would otherwise block the poll forever.
+func readSmall(path string) ([]byte, error) { return regularfile.ReadFile(path, maxSmallFile) }
+
 // Head returns the commit of HEAD of the repository containing start,
 // searching start and its parents for `.git` (a directory, or a file with
 // `gitdir:` as in worktrees and submodules).
@@ -28,15 +39,20 @@ func Head(start string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	commonDir := gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	return resolve(gitDir, commonDirOf(gitDir), "HEAD", 0)
+}
+
+// commonDirOf returns the directory of the shared refs and config: a
+// worktree's gitdir names it in `commondir`.
+func commonDirOf(gitDir string) string {
+	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
 		c := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gitDir, c)
 		}
-		commonDir = c
+		return c
 	}
-	return resolve(gitDir, commonDir, "HEAD", 0)
+	return gitDir
 }
 
 func findGitDir(start string) (string, error) {
@@ -50,7 +66,7 @@ func findGitDir(start string) (string, error) {
 			if st.IsDir() {
 				return candidate, nil
 			}
-			b, err := os.ReadFile(candidate)
+			b, err := readSmall(candidate)
 			if err != nil {
 				return "", err
 			}
@@ -79,7 +95,7 @@ func resolve(gitDir, commonDir, ref string, depth int) (string, error) {
 		return "", fmt.Errorf("symbolic ref chain too long at %s", ref)
 	}
 	for _, base := range []string{gitDir, commonDir} {
-		b, err := os.ReadFile(filepath.Join(base, filepath.FromSlash(ref)))
+		b, err := readSmall(filepath.Join(base, filepath.FromSlash(ref)))
 		if err != nil {
 			continue
 		}
@@ -96,7 +112,7 @@ func resolve(gitDir, commonDir, ref string, depth int) (string, error) {
 }
 
 func packedRef(commonDir, ref string) (string, error) {
-	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	f, _, err := regularfile.Open(filepath.Join(commonDir, "packed-refs"))
 	if err != nil {
 		return "", fmt.Errorf("ref %s not found", ref)
 	}

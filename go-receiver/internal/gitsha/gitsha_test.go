@@ -1,6 +1,7 @@
 package gitsha
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,8 +64,34 @@ func TestHeadMatchesGitRevParse(t *testing.T) {
 	}
 }
 
+// Without any `.git` above the start directory, Head must say so with
+// ErrNoRepository (not some other error, not a commit). Where the temp dir
+// does sit inside a repository, the claim is that Head does not report
+// ErrNoRepository there: either way the test can fail.
 func TestNoRepository(t *testing.T) {
-	if _, err := Head(t.TempDir()); err == nil {
-		t.Skip("the temp dir is inside a git repository")
+	start := filepath.Join(t.TempDir(), "bin", "gcc.debug", "diagnostics", "20261130T000000-1")
+	if err := os.MkdirAll(start, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	enclosing := ""
+	for dir := start; ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			enclosing = dir
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	sha, err := Head(start)
+	if enclosing != "" {
+		t.Logf("the temp dir is inside the repository at %s", enclosing)
+		if errors.Is(err, ErrNoRepository) {
+			t.Fatalf("Head reported no repository below %s, which has a .git", enclosing)
+		}
+		return
+	}
+	if !errors.Is(err, ErrNoRepository) || sha != "" {
+		t.Fatalf("Head(%s) = %q, %v; want ErrNoRepository", start, sha, err)
 	}
 }

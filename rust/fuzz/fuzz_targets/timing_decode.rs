@@ -1,6 +1,6 @@
 //! Raw bytes as a timing.json, through the same steps as `process_build`'s
 //! trace path but without the file system: lenient text repair, decode,
-//! clock, aggregates, resource, streamed encoding. Checks that the streamed
+//! clock, aggregates, build analytics, resource, streamed encoding. Checks that the streamed
 //! bytes equal the prost encoding of `build_trace_request` (as documented in
 //! `otlp::trace`) and that they decode into a well-formed trace.
 
@@ -11,8 +11,10 @@ mod trace_check;
 
 use std::path::Path;
 
+use compiletools_core::analytics;
 use compiletools_core::otlp::{
-    build_resource, build_trace_request, encode_trace_request, root_attributes, TraceInput,
+    analytics_root_attributes, build_resource, build_trace_request, encode_trace_request, root_attributes,
+    TraceInput,
 };
 use compiletools_core::timing::{aggregates, decode::decode, CcacheHits, Clock, LenientText};
 use compiletools_core::warnings::Warnings;
@@ -65,13 +67,19 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut req = BuildRequest::new(Path::new("/fuzz").join(INVOCATION_ID), "fuzz-host");
     req.limits = limits;
+    let analytics = analytics::analyze(&build, &clock);
     let input = || TraceInput {
         build: &build,
         clock: &clock,
         trace_id: [7; 16],
         resource: build_resource(&req, &build, INVOCATION_ID, &mut Warnings::new()),
-        root_attributes: root_attributes(&agg, limits.max_attribute_len),
+        root_attributes: root_attributes(&agg, limits.max_attribute_len)
+            .into_iter()
+            .chain(analytics_root_attributes(&analytics, limits.max_attribute_len))
+            .collect(),
         max_attribute_len: limits.max_attribute_len,
+        analytics: Some(&analytics),
+        root_span_server: false,
     };
     let (bytes, stats) = encode_trace_request(input(), text.text.len(), &mut warnings);
     let (request, stats_b) = build_trace_request(input(), &mut Warnings::new());

@@ -70,7 +70,9 @@
 //! (see below), so a cached scan peaks lower than an uncached one. Shards
 //! that vanished are dropped on the next successful scan of their cell;
 //! a cell found missing is dropped whole; [`ScanCache::forget`] drops a
-//! cell that is no longer scanned.
+//! cell that is no longer scanned, and [`ScanCache::retain_cells`] every
+//! cell but a given set (the receiver passes each pass's cells, so a pool
+//! variant that disappeared does not stay cached forever).
 //!
 //! # Merging shards
 //!
@@ -84,7 +86,7 @@
 //! Python's `$` admits), every shard's aggregates are merged by key in one
 //! table, exactly as the uncached scan merges its entries.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::mem::size_of;
@@ -161,6 +163,17 @@ impl ScanCache {
     /// returns whether there was anything.
     pub fn forget(&mut self, cell: &Path) -> bool {
         self.cells.remove(cell).is_some()
+    }
+
+    /// Keeps only the cells in `cells` (spelled as they are scanned) and
+    /// drops what is kept for any other, e.g. a pool's variant directory
+    /// that was removed and so is never scanned again; returns how many
+    /// cells were dropped.
+    pub fn retain_cells<'a>(&mut self, cells: impl IntoIterator<Item = &'a Path>) -> usize {
+        let keep: HashSet<&Path> = cells.into_iter().collect();
+        let before = self.cells.len();
+        self.cells.retain(|cell, _| keep.contains(cell.as_path()));
+        before - self.cells.len()
     }
 
     /// Drops every cell.

@@ -24,9 +24,7 @@
 //! Symlinked manifests are followed, as `open()` does; only the bucket key
 //! is taken from them, nothing of their content leaves the process.
 
-use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde_json::Value;
@@ -69,13 +67,7 @@ pub(crate) fn read_key(path: &Path, field: &str, max_bytes: u64) -> ManifestKey 
 
 /// The file's bytes, at most `max_bytes` of them.
 fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Fallback> {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
-    // writer forever. It changes nothing for regular files.
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
+    let mut file = match crate::input::open_without_blocking(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(Fallback::Missing),
         Err(e) => return Err(Fallback::Invalid(format!("unreadable: {e}"))),

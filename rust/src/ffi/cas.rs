@@ -6,9 +6,10 @@ use super::buffer::{path_of, text_of, CtBuffer, CtByteView};
 use super::export::{
     export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult,
 };
+use super::guard::guard;
 use super::{decode_pairs, CtCancel, CT_FLAG_METRICS_AS_SPANS};
 use crate::cancel::CancelToken;
-use crate::cas::{CasKind, ScanCache};
+use crate::cas::{CacheFootprint, CasKind, ScanCache};
 use crate::error::ErrorCode;
 use crate::pipeline::scan_set;
 use crate::request::{CasCell, CasOutput, CasRequest};
@@ -117,6 +118,88 @@ pub unsafe extern "C" fn ct_cas_cache_free(cache: *mut CtCasCache) {
     unsafe { free_handle(cache) }
 }
 
+impl CtCasCache {
+    /// The cache, whatever an earlier scan's panic left of its lock: the
+    /// cache is only ever left consistent (scans commit at the end).
+    fn lock(&self) -> std::sync::MutexGuard<'_, ScanCache> {
+        self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Size of a scan cache (`ct_cas_cache_footprint`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CtCasCacheFootprint {
+    pub cells: u64,
+    pub shards: u64,
+    /// Distinct bucket keys over all cached shards.
+    pub buckets: u64,
+    /// Estimated heap bytes held.
+    pub bytes: u64,
+}
+
+/// Drops what `cache` keeps for every cell whose path is not among the
+/// `count` views at `paths` (spelled as the cells are scanned): a pool's
+/// variant that disappeared is never scanned again, so only this lets go
+/// of it. Returns how many cells were dropped (0 for a null cache).
+///
+/// # Safety
+/// `cache` must be null or live; `paths` must point to `count` views, each
+/// valid for its length during the call (or `count` must be 0).
+#[no_mangle]
+pub unsafe extern "C" fn ct_cas_cache_retain(
+    cache: *const CtCasCache,
+    paths: *const CtByteView,
+    count: usize,
+) -> u64 {
+    // SAFETY: the caller guarantees cache is live or null.
+    let Some(cache) = (unsafe { cache.as_ref() }) else {
+        return 0;
+    };
+    let views = if paths.is_null() || count == 0 {
+        &[][..]
+    } else {
+        // SAFETY: non-null, and the caller guarantees `count` views.
+        unsafe { std::slice::from_raw_parts(paths, count) }
+    };
+    guard(|| {
+        // SAFETY: the caller guarantees every view is valid during the call.
+        let keep: Vec<_> = views
+            .iter()
+            .filter_map(|v| path_of(unsafe { v.as_slice() }))
+            .collect();
+        cache.lock().retain_cells(keep.iter().map(|p| p.as_path())) as u64
+    })
+    .unwrap_or(0)
+}
+
+/// The size of `cache` (all zeros for a null cache).
+///
+/// # Safety
+/// `cache` must be null or live.
+#[no_mangle]
+pub unsafe extern "C" fn ct_cas_cache_footprint(cache: *const CtCasCache) -> CtCasCacheFootprint {
+    // SAFETY: the caller guarantees cache is live or null.
+    let Some(cache) = (unsafe { cache.as_ref() }) else {
+        return CtCasCacheFootprint::default();
+    };
+    guard(|| {
+        let CacheFootprint {
+            cells,
+            shards,
+            buckets,
+            bytes,
+        } = cache.lock().footprint();
+        CtCasCacheFootprint {
+            cells: cells as u64,
+            shards: shards as u64,
+            buckets: buckets as u64,
+            bytes: bytes as u64,
+        }
+    })
+    .unwrap_or_default()
+}
+
 /// Scans the cells of `req` and returns their gauges (or snapshot span).
 /// A cell that cannot be listed becomes a warning and is left out; the other
 /// cells still report. Returns 0, or a `CtErrorCode` with `out->error_message`.
@@ -138,12 +221,7 @@ pub unsafe extern "C" fn ct_scan_cas(
         let request = unsafe { decode(req) }.map_err(|m| (ErrorCode::InvalidRequest, m))?;
         // SAFETY: the caller guarantees cache is live or null.
         match unsafe { cache.as_ref() } {
-            Some(c) => {
-                // A panic in an earlier scan poisons the lock; the cache is
-                // only ever left consistent (scans commit at the end), so go on.
-                let mut cache = c.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                scan_set(&request, token, Some(&mut cache))
-            }
+            Some(c) => scan_set(&request, token, Some(&mut c.lock())),
             None => scan_set(&request, token, None),
         }
         .map_err(|e| (e.code(), e.to_string()))
@@ -293,6 +371,49 @@ mod tests {
             )
         };
         assert_eq!(code, ErrorCode::InvalidRequest as i32);
+    }
+
+    #[test]
+    fn retain_drops_the_cells_not_listed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cells: Vec<Vec<u8>> = ["gcc.debug", "gcc.release"]
+            .iter()
+            .map(|v| {
+                let cell = tmp.path().join(v);
+                std::fs::create_dir_all(cell.join("0d")).unwrap();
+                cell.into_os_string().into_encoded_bytes()
+            })
+            .collect();
+        let cache = ct_cas_cache_new();
+        for path in &cells {
+            let cell = [CtCasCell {
+                kind: CasKind::Obj as u32,
+                path: view(path),
+                explicit_: 1,
+            }];
+            let mut out = std::mem::MaybeUninit::<CtCasResult>::uninit();
+            // SAFETY: the request's views and the cache outlive the call.
+            let code = unsafe { ct_scan_cas(&request(&cell), std::ptr::null(), cache, out.as_mut_ptr()) };
+            assert_eq!(code, 0);
+            // SAFETY: ct_scan_cas always writes out.
+            unsafe { ct_cas_result_free(out.as_mut_ptr()) };
+        }
+        // SAFETY: cache is live.
+        assert_eq!(unsafe { ct_cas_cache_footprint(cache) }.cells, 2);
+        let keep = [view(&cells[1])];
+        // SAFETY: cache is live; keep holds one view valid during the call.
+        assert_eq!(unsafe { ct_cas_cache_retain(cache, keep.as_ptr(), 1) }, 1);
+        // SAFETY: as above.
+        assert_eq!(unsafe { ct_cas_cache_footprint(cache) }.cells, 1);
+        // SAFETY: as above.
+        assert_eq!(unsafe { ct_cas_cache_retain(cache, keep.as_ptr(), 1) }, 0);
+        // SAFETY: an empty list drops everything; null caches are no-ops.
+        unsafe {
+            assert_eq!(ct_cas_cache_retain(cache, std::ptr::null(), 0), 1);
+            assert_eq!(ct_cas_cache_footprint(cache), CtCasCacheFootprint::default());
+            assert_eq!(ct_cas_cache_retain(std::ptr::null(), keep.as_ptr(), 1), 0);
+            ct_cas_cache_free(cache);
+        }
     }
 
     #[test]

@@ -20,9 +20,9 @@ pub(crate) trait CallResult {
 }
 
 /// Runs one exported call: writes an empty result to `out` first (so `out`
-/// is always safe to free), runs `body` inside the panic guard, then lets
-/// `fill` store what it returned, or stores the error message. Returns
-/// `CtErrorCode` Ok (0) or the error's code.
+/// is always safe to free), then, inside the panic guard, runs `body` and
+/// lets `fill` build the result from what it returned; stores that result,
+/// or the error message. Returns `CtErrorCode` Ok (0) or the error's code.
 ///
 /// # Safety
 /// `out` must be null or valid for writing an `R`; `req` must be valid or
@@ -42,15 +42,42 @@ pub(crate) unsafe fn export<Req, R: CallResult, T>(
     unsafe { out.write(R::empty()) };
     // SAFETY: as above; this is the only reference during the call.
     let out = unsafe { &mut *out };
+    // Building the result's buffers (joining warnings, moving the OTLP
+    // bytes) is inside the guard like the body: a panic there must not
+    // unwind into C either.
+    let run = |req: &Req, token: &CancelToken| {
+        let value = body(req, token)?;
+        let mut result = Filling(Some(R::empty()));
+        if let Some(r) = result.0.as_mut() {
+            fill(r, value);
+        }
+        Ok(result.0.take().unwrap_or_else(R::empty))
+    };
     // SAFETY: forwarded to the caller (see above).
-    match unsafe { call(req, cancel, body) } {
-        Ok(value) => {
-            fill(out, value);
+    match unsafe { call(req, cancel, run) } {
+        Ok(result) => {
+            *out = result;
             ErrorCode::Ok as i32
         }
         Err((code, message)) => {
             *out.error_message() = CtBuffer::from_string(message);
             code
+        }
+    }
+}
+
+/// A result being filled. If `fill` panics, dropping this during the unwind
+/// releases the buffers made so far, which no caller will ever free.
+struct Filling<R: CallResult>(Option<R>);
+
+impl<R: CallResult> Drop for Filling<R> {
+    fn drop(&mut self) {
+        if let Some(result) = self.0.as_mut() {
+            for buffer in result.buffers() {
+                // SAFETY: the result started empty and `fill` only stores
+                // buffers made by CtBuffer::from_vec; none was handed out.
+                unsafe { buffer.release() };
+            }
         }
     }
 }
@@ -138,4 +165,60 @@ pub(crate) fn lines_buffer(lines: &[String]) -> CtBuffer {
 /// An optional OTLP request as a buffer; empty when absent.
 pub(crate) fn optional_buffer(bytes: Option<Vec<u8>>) -> CtBuffer {
     bytes.map(CtBuffer::from_vec).unwrap_or(CtBuffer::empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result with one data buffer, for driving [`export`] directly.
+    struct TestResult {
+        data: CtBuffer,
+        error_message: CtBuffer,
+    }
+
+    impl CallResult for TestResult {
+        fn empty() -> Self {
+            Self {
+                data: CtBuffer::empty(),
+                error_message: CtBuffer::empty(),
+            }
+        }
+
+        fn error_message(&mut self) -> &mut CtBuffer {
+            &mut self.error_message
+        }
+
+        fn buffers(&mut self) -> Vec<&mut CtBuffer> {
+            vec![&mut self.data, &mut self.error_message]
+        }
+    }
+
+    /// Building the result's buffers is part of the call: a panic there
+    /// (say, a capacity overflow while joining warnings) must become the
+    /// Panic code with a message like one in the body, not unwind into C;
+    /// and the buffers filled before it are not handed out.
+    #[test]
+    fn a_panic_while_filling_the_result_becomes_an_error_code() {
+        let mut out = std::mem::MaybeUninit::<TestResult>::uninit();
+        let fill = |out: &mut TestResult, n: usize| {
+            out.data = CtBuffer::from_vec(vec![7u8; n]);
+            panic!("filling failed after {n} bytes");
+        };
+        // SAFETY: a non-null request that outlives the call; out is writable.
+        let code = unsafe { export(&(), std::ptr::null(), out.as_mut_ptr(), |_: &(), _| Ok(16), fill) };
+        // SAFETY: export always writes out.
+        let mut out = unsafe { out.assume_init() };
+        assert_eq!(code, ErrorCode::Panic as i32);
+        assert!(out.data.ptr.is_null(), "a half-filled buffer was handed out");
+        // SAFETY: a failed call sets a message, valid until freed.
+        let msg = unsafe { std::slice::from_raw_parts(out.error_message.ptr, out.error_message.len) };
+        assert!(
+            String::from_utf8_lossy(msg).contains("filling failed after 16 bytes"),
+            "{}",
+            String::from_utf8_lossy(msg)
+        );
+        // SAFETY: out was written by export.
+        unsafe { free_result(&mut out) };
+    }
 }

@@ -7,7 +7,9 @@
 //! matching `*_free` function. The two calls, `ct_process_build` and
 //! `ct_scan_cas`, share one skeleton (`export`): each only decodes its C
 //! request, runs its entry point of [`crate::pipeline`] and fills its result.
+//! The library's ABI identity is the hash of that header (`abi`).
 
+mod abi;
 mod buffer;
 mod cas;
 mod export;
@@ -15,17 +17,15 @@ mod guard;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
-pub use cas::{CtCasCache, CtCasCell, CtCasRequest, CtCasResult};
+pub use cas::{CtCasCache, CtCasCacheFootprint, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
 
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
 use crate::pipeline::process_build;
-use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary};
+use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary, Vcs};
 
-/// Bumped on every incompatible change of the types or functions below; the
-/// Go side refuses a library whose version differs from its header's.
-pub const CT_ABI_VERSION: u32 = 3;
+pub use abi::ct_header_sha256;
 
 /// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
 pub const CT_SIGNAL_TRACES: u32 = 1;
@@ -34,6 +34,9 @@ pub const CT_SIGNAL_METRICS: u32 = 2;
 
 /// Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
 pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
+/// Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
+/// run) instead of ct-cake's INTERNAL.
+pub const CT_FLAG_ROOT_SPAN_SERVER: u32 = 2;
 /// Flag (test hook): panic inside the call, to prove the guard holds.
 pub const CT_FLAG_FORCE_PANIC: u32 = 0x8000_0000;
 
@@ -65,6 +68,14 @@ pub struct CtBuildRequest {
     /// `CT_FLAG_*` bits.
     pub flags: u32,
     pub limits: CtLimits,
+    /// `cicd.pipeline.name`.
+    pub pipeline_name: CtByteView,
+    /// `vcs.ref.head.name`, `vcs.ref.head.type`, `vcs.repository.url.full`,
+    /// `vcs.provider.name`.
+    pub vcs_ref_head_name: CtByteView,
+    pub vcs_ref_head_type: CtByteView,
+    pub vcs_repository_url_full: CtByteView,
+    pub vcs_provider_name: CtByteView,
 }
 
 /// Counts about one processed build.
@@ -121,12 +132,6 @@ impl CallResult for CtBuildResult {
 /// Opaque cancel token shared between a Go goroutine and a running call.
 pub struct CtCancel {
     token: CancelToken,
-}
-
-/// The ABI version this library implements (`CT_ABI_VERSION`).
-#[no_mangle]
-pub extern "C" fn ct_abi_version() -> u32 {
-    CT_ABI_VERSION
 }
 
 /// A new, unset cancel token; free it with `ct_cancel_free`.
@@ -221,10 +226,16 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
         req.service_name,
         req.git_commit_sha,
         req.resource_attributes,
+        req.pipeline_name,
+        req.vcs_ref_head_name,
+        req.vcs_ref_head_type,
+        req.vcs_repository_url_full,
+        req.vcs_provider_name,
     ];
     // SAFETY: the caller guarantees every view is valid for its length during
     // the call; the slices do not outlive this function.
-    let [dir, statslog, outcomes, host, service, sha, attributes] = views.map(|v| unsafe { v.as_slice() });
+    let [dir, statslog, outcomes, host, service, sha, attributes, pipeline, ref_name, ref_type, repo_url, provider] =
+        views.map(|v| unsafe { v.as_slice() });
     let dir = path_of(dir).ok_or("empty invocation_dir")?;
     let mut request = BuildRequest::new(dir, text_of(host));
     request.statslog = path_of(statslog);
@@ -236,7 +247,15 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
     request.resource_attributes = decode_pairs(attributes)?;
     request.signals = decode_signals(req.signals);
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
+    request.root_span_server = req.flags & CT_FLAG_ROOT_SPAN_SERVER != 0;
     request.limits = decode_limits(&req.limits);
+    request.pipeline_name = text_of(pipeline);
+    request.vcs = Vcs {
+        ref_head_name: text_of(ref_name),
+        ref_head_type: text_of(ref_type),
+        repository_url_full: text_of(repo_url),
+        provider_name: text_of(provider),
+    };
     Ok(request)
 }
 
@@ -313,6 +332,11 @@ mod tests {
             signals: CT_SIGNAL_TRACES,
             flags,
             limits: CtLimits::default(),
+            pipeline_name: empty,
+            vcs_ref_head_name: empty,
+            vcs_ref_head_type: empty,
+            vcs_repository_url_full: empty,
+            vcs_provider_name: empty,
         }
     }
 

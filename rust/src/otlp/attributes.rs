@@ -99,6 +99,19 @@ impl AttrBuilder {
         self.put_builtin(key, Value::DoubleValue(value));
     }
 
+    pub fn bool(&mut self, key: &str, value: bool) {
+        self.put_builtin(key, Value::BoolValue(value));
+    }
+
+    /// A string array, each element cut at the length limit.
+    pub fn strings<'s>(&mut self, key: &str, values: impl IntoIterator<Item = &'s str>) {
+        let max_len = self.max_len;
+        let values = values
+            .into_iter()
+            .map(|s| Value::StringValue(truncate(s, max_len).to_owned()));
+        self.put_builtin(key, array(values));
+    }
+
     /// Lifts one metadata entry: null is skipped silently (compiletools skips
     /// it too), unsupported values are dropped and counted.
     pub fn metadata(&mut self, key: &str, value: MetaValue) {

@@ -6,15 +6,18 @@
 //! on one vocabulary of attributes ([`attributes`]), resources
 //! ([`resource`]) and scopes ([`scope`]).
 
+pub mod analytics;
 pub mod attributes;
 pub mod cas;
 pub mod metrics;
 pub mod resource;
 pub mod root;
 pub mod scope;
+pub mod semconv;
 pub mod snapshot;
 pub mod trace;
 
+pub use analytics::analytics_root_attributes;
 pub use cas::{
     build_cas_metrics_request, build_cas_snapshot_span_request, encode_cas_metrics_request,
     encode_cas_snapshot_span_request,

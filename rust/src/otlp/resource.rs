@@ -6,6 +6,7 @@ use opentelemetry_proto::tonic::common::v1::AnyValue;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use super::attributes::{key_value, truncate, AttrBuilder};
+use super::semconv;
 use crate::request::BuildRequest;
 use crate::timing::Build;
 use crate::warnings::Warnings;
@@ -16,9 +17,10 @@ pub const SERVICE_NAMESPACE: &str = "compiletools";
 pub const DEFAULT_SERVICE_NAME: &str = "compiletools";
 
 /// Resource keys the receiver sets itself. User attributes with these keys
-/// are ignored even when the built-in value is absent: `git.commit.sha` must
-/// never be guessed (DESIGN §4), and `service.name` has its own setting.
-pub const BUILT_IN_KEYS: [&str; 8] = [
+/// are ignored even when the built-in value is absent: `git.commit.sha` and
+/// the `vcs.*` keys must never be guessed (DESIGN §4), and `service.name`
+/// and `cicd.pipeline.name` have their own settings.
+pub const BUILT_IN_KEYS: [&str; 17] = [
     "service.name",
     "service.namespace",
     "host.name",
@@ -27,6 +29,15 @@ pub const BUILT_IN_KEYS: [&str; 8] = [
     "ct.backend",
     "ct.invocation_id",
     "git.commit.sha",
+    semconv::PIPELINE_NAME,
+    semconv::PIPELINE_RUN_ID,
+    semconv::WORKER_ID,
+    semconv::WORKER_NAME,
+    semconv::VCS_REPOSITORY_URL_FULL,
+    semconv::VCS_PROVIDER_NAME,
+    semconv::VCS_REF_HEAD_NAME,
+    semconv::VCS_REF_HEAD_TYPE,
+    semconv::VCS_REF_HEAD_REVISION,
 ];
 
 /// The invocation id (directory name) and the PID it carries, if it has the
@@ -49,7 +60,10 @@ pub fn build_resource(
     invocation_id: &str,
     warnings: &mut Warnings,
 ) -> Resource {
-    let mut a = AttrBuilder::with_capacity(req.limits.max_attribute_len, 8 + req.resource_attributes.len());
+    let mut a = AttrBuilder::with_capacity(
+        req.limits.max_attribute_len,
+        BUILT_IN_KEYS.len() + req.resource_attributes.len(),
+    );
     let service = if req.service_name.is_empty() {
         DEFAULT_SERVICE_NAME
     } else {
@@ -72,6 +86,7 @@ pub fn build_resource(
     if let Some(sha) = &req.git_commit_sha {
         a.non_empty_string("git.commit.sha", sha);
     }
+    semconv::push_resource_attributes(&mut a, req, invocation_id);
     for (key, value) in user_attributes(&req.resource_attributes) {
         a.string(key, value);
     }
@@ -127,9 +142,12 @@ pub fn store_resource(service: &str, host: &str, variant: &str, user: &[(String,
 /// resource of the ccache metrics, which compiletools identifies by the
 /// build's trace id in hex instead of the directory name (spec §3.5, §8
 /// item 4). The key keeps its position, or is appended if the trace's
-/// resource had none (an empty directory name).
+/// resource had none (an empty directory name). `cicd.pipeline.run.id` is
+/// left out: the CI/CD conventions make the pipeline run entity opt-in on
+/// metrics (cardinality).
 pub fn with_invocation_id(resource: &Resource, invocation_id: &str, max_attribute_len: u32) -> Resource {
     let mut out = resource.clone();
+    out.attributes.retain(|kv| kv.key != semconv::PIPELINE_RUN_ID);
     let max = usize::try_from(max_attribute_len).unwrap_or(usize::MAX);
     let value = Value::StringValue(truncate(invocation_id, max).to_owned());
     match out.attributes.iter_mut().find(|kv| kv.key == "ct.invocation_id") {
@@ -201,6 +219,7 @@ mod tests {
             ("team".into(), "build".into()),
             ("host.name".into(), "evil".into()),
             ("git.commit.sha".into(), "guess".into()),
+            ("vcs.ref.head.name".into(), "guess".into()),
             ("empty".into(), "".into()),
             ("team".into(), "other".into()),
         ];
@@ -217,6 +236,10 @@ mod tests {
             ("ct.variant", "gcc.debug"),
             ("ct.invocation_id", "20261130T034340-24175"),
             ("git.commit.sha", "abc"),
+            ("cicd.pipeline.run.id", "20261130T034340-24175"),
+            ("cicd.worker.id", "vm"),
+            ("cicd.worker.name", "vm"),
+            ("vcs.ref.head.revision", "abc"),
             ("team", "build"),
         ]
         .iter()
@@ -232,7 +255,13 @@ mod tests {
         let mut w = Warnings::new();
         let r = build_resource(&req, &Build::default(), "20261130T034340-24175", &mut w);
         let m = with_invocation_id(&r, "00ff", 100);
-        let (a, b) = (attrs(&r), attrs(&m));
+        let (mut a, b) = (attrs(&r), attrs(&m));
+        // The pipeline run is opt-in on metrics: the only key dropped.
+        let run_id = a.iter().position(|(k, _)| k == "cicd.pipeline.run.id");
+        assert_eq!(
+            run_id.map(|i| a.remove(i).1).as_deref(),
+            Some("20261130T034340-24175")
+        );
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(x.0, y.0, "same keys in the same order");

@@ -19,8 +19,11 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Spa
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
+use super::analytics::push_rule_attributes;
 use super::attributes::AttrBuilder;
 use super::scope::{scope, SCOPE_NAME};
+use super::semconv;
+use crate::analytics::BuildAnalytics;
 use crate::ids;
 use crate::input::pages::advise_huge_pages;
 use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
@@ -55,6 +58,11 @@ pub struct TraceInput<'x> {
     pub resource: Resource,
     pub root_attributes: Vec<KeyValue>,
     pub max_attribute_len: u32,
+    /// Per-rule analytics attributes, after each rule's metadata.
+    pub analytics: Option<&'x BuildAnalytics>,
+    /// Root span kind SERVER (the CI/CD conventions' pipeline run) instead
+    /// of ct-cake's INTERNAL; every other span stays INTERNAL.
+    pub root_span_server: bool,
 }
 
 /// Builds the request as a prost message. Spans are in pre-order (root
@@ -213,6 +221,7 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
         ids: ids::SpanIds::new(&input.trace_id),
         clock: input.clock,
         max_attribute_len: input.max_attribute_len,
+        analytics: input.analytics,
         sink,
         stats: TraceStats::default(),
         path: Vec::new(),
@@ -235,7 +244,11 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
     (s.start_time_unix_nano, s.end_time_unix_nano) = (unix_nanos(start), unix_nanos(end));
     s.attributes.clone_from(&input.root_attributes);
     s.dropped_attributes_count = 0;
+    if input.root_span_server {
+        s.kind = SpanKind::Server as i32;
+    }
     w.emit();
+    w.scratch.kind = SpanKind::Internal as i32;
     for child in input.build.children() {
         w.visit(child, root_id);
     }
@@ -246,6 +259,7 @@ struct SpanWriter<'x> {
     ids: ids::SpanIds,
     clock: &'x Clock,
     max_attribute_len: u32,
+    analytics: Option<&'x BuildAnalytics>,
     sink: &'x mut dyn FnMut(&Span),
     stats: TraceStats,
     /// Index path of the event being visited (input of its span id).
@@ -292,7 +306,8 @@ impl SpanWriter<'_> {
     }
 
     /// `ct.rule_type`, `ct.target`, `ct.source` (non-empty only), then the
-    /// metadata in file order; phases carry only their metadata.
+    /// metadata in file order, then the rule's analytics, then its CI/CD
+    /// task attributes; phases carry only their metadata.
     fn set_attributes(&mut self, event: &Event) {
         let previous = std::mem::take(&mut self.scratch.attributes);
         let spare = std::mem::take(&mut self.spare);
@@ -305,6 +320,10 @@ impl SpanWriter<'_> {
         for (key, value) in event.metadata() {
             a.metadata(key, value);
         }
+        if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
+            push_rule_attributes(&mut a, facts);
+        }
+        semconv::push_rule_attributes(&mut a, event);
         let (attributes, spare, dropped) = a.finish_recycling();
         self.scratch.attributes = attributes;
         self.scratch.dropped_attributes_count = dropped;
@@ -339,6 +358,8 @@ mod tests {
                 ..Default::default()
             }],
             max_attribute_len: 64,
+            analytics: None,
+            root_span_server: false,
         }
     }
 
@@ -402,6 +423,33 @@ mod tests {
             assert_eq!(bytes, request.encode_to_vec(), "{rules} rules, reused buffer");
             assert!(bytes.capacity() - bytes.len() <= SHRINK_SLACK);
             assert_eq!(stats_a.spans, rules as u64 + 2);
+        }
+    }
+
+    #[test]
+    fn only_the_root_becomes_server() {
+        let build = sample_build(3);
+        let clock = Clock::for_build(&build).unwrap();
+        for server in [false, true] {
+            let mut i = input(&build, &clock, Resource::default());
+            i.root_span_server = server;
+            let (request, _) = build_trace_request(i, &mut Warnings::new());
+            let kinds: Vec<i32> = request.resource_spans[0].scope_spans[0]
+                .spans
+                .iter()
+                .map(|s| s.kind)
+                .collect();
+            let root = if server {
+                SpanKind::Server
+            } else {
+                SpanKind::Internal
+            };
+            assert_eq!(kinds[0], root as i32);
+            assert!(
+                kinds[1..].iter().all(|k| *k == SpanKind::Internal as i32),
+                "{kinds:?}"
+            );
+            assert_eq!(kinds.len(), 5);
         }
     }
 

@@ -9,21 +9,25 @@
 //! 3. the outcomes log the receiver passed (`req.outcomes`), merged into the
 //!    rules — trace only, since metrics do not depend on rule metadata;
 //! 4. per-TU ccache attribution on top of the merged metadata — trace only;
-//! 5. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans)
+//! 5. the build analytics from the rules' times — trace only;
+//! 6. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans)
 //!    and/or the ccache metrics.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use crate::analytics;
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::ids;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
+use crate::otlp::semconv;
 use crate::otlp::{
-    build_resource, encode_metrics_request, encode_trace_request_into, root_attributes_with_ccache,
-    snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput, TraceInput, TraceStats,
+    analytics_root_attributes, build_resource, encode_metrics_request, encode_trace_request_into,
+    root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput,
+    TraceInput, TraceStats,
 };
 use crate::outcomes;
 use crate::request::{BuildOutput, BuildRequest, Summary};
@@ -163,9 +167,10 @@ fn encode_metrics(
     encode_metrics_request(input, warnings)
 }
 
-/// The trace: root attributes from the rules and the statslog, plus the
-/// snapshot span when `snapshot` holds the statslog to report; written into
-/// `buf` (see [`encode_trace_request_into`]).
+/// The trace: root attributes from the rules and the statslog, the build
+/// analytics on the root and the rules, plus the snapshot span when
+/// `snapshot` holds the statslog to report; written into `buf` (see
+/// [`encode_trace_request_into`]).
 fn encode_trace(
     req: &BuildRequest,
     build: &Build,
@@ -178,6 +183,10 @@ fn encode_trace(
     let max_attribute_len = req.limits.max_attribute_len;
     let summary = ccache.map(Statslog::summary);
     let aggregates = aggregates::compute(build, summary.map(|s| s.hits()));
+    let analytics = analytics::analyze(build, &id.clock);
+    let mut root_attributes = root_attributes_with_ccache(&aggregates, summary, max_attribute_len);
+    root_attributes.extend(analytics_root_attributes(&analytics, max_attribute_len));
+    root_attributes.extend(semconv::root_attributes(build, max_attribute_len));
     let extra: Vec<ScopeSpans> = snapshot
         .map(|log| {
             let input = SnapshotInput {
@@ -196,8 +205,10 @@ fn encode_trace(
         clock: &id.clock,
         trace_id: id.trace_id,
         resource: id.resource,
-        root_attributes: root_attributes_with_ccache(&aggregates, summary, max_attribute_len),
+        root_attributes,
         max_attribute_len,
+        analytics: Some(&analytics),
+        root_span_server: req.root_span_server,
     };
     encode_trace_request_into(input, &extra, buf, warnings)
 }

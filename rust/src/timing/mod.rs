@@ -13,6 +13,7 @@ mod json;
 pub mod metadata;
 pub mod model;
 pub mod naming;
+pub mod result;
 pub mod text;
 
 use std::path::Path;
@@ -20,6 +21,7 @@ use std::path::Path;
 pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::Clock;
 pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
+pub use result::{build_result, BuildResult};
 pub use text::LenientText;
 
 use crate::error::Error;

@@ -127,6 +127,15 @@ pub(super) struct MetaEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EventId(u32);
 
+impl EventId {
+    /// Position of the event in its build's event table, in
+    /// `0..Build::event_count()`: lets per-event results live in a plain
+    /// `Vec` instead of a map (the analytics of 100k rules).
+    pub fn slot(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// One build: the top-level object and every event under it.
 #[derive(Debug, Clone)]
 pub struct Build {
@@ -180,6 +189,12 @@ impl Build {
     /// Root duration, default 0.0.
     pub fn total_elapsed(&self) -> f64 {
         self.total_elapsed_s.unwrap_or(0.0)
+    }
+
+    /// Number of events (phases and rules at any depth): the bound of
+    /// [`EventId::slot`].
+    pub fn event_count(&self) -> usize {
+        self.events.len()
     }
 
     /// The root's children, in file order.

@@ -29,6 +29,8 @@ pub const METRIC_TIMES: &str = "metric-timestamps";
 pub const METRICS_INVOCATION_ID: &str = "metrics-invocation-id";
 pub const SNAPSHOT_PLACEMENT: &str = "snapshot-in-build-trace";
 pub const UNCOMPARED_RESOURCE: &str = "uncompared-resource-keys";
+pub const BUILD_ANALYTICS: &str = "build-analytics-additions";
+pub const SEMCONV: &str = "semconv-additions";
 
 pub const INTENDED_DIFFERENCES: &[Intended] = &[
     Intended {
@@ -94,6 +96,36 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
         design: "test setup",
         what: "telemetry.sdk.* (ct-cake's SDK, not ours) and git.commit.sha (the receiver reads it from \
                the source tree; the test passes none) are not compared",
+        in_corpus: true,
+    },
+    Intended {
+        id: BUILD_ANALYTICS,
+        design: "issue 15, README \"Build analytics\"",
+        what: "additions ct-cake does not compute: our root span ends with ct.build.parallelism.avg (only \
+               with a build_execution phase), ct.build.parallelism.max, ct.build.critical_path_s, \
+               ct.build.top_weighted_rules, present exactly when some rule span has analytics; each rule \
+               span not below another rule ends with ct.rule.weighted_s and, on the critical path only, \
+               ct.critical_path = true. They must be the trailing keys, in this order, with these types \
+               (double ≥ 0, int ≥ 1, double ≥ 0, 1–10 strings; double ≥ 0, bool true), and nowhere else; \
+               they are removed before the exact comparison. Their values are checked against an \
+               independent reading of our spans on every corpus case by tests/analytics.rs",
+        in_corpus: true,
+    },
+    Intended {
+        id: SEMCONV,
+        design: "issue 14, README \"Standard names\"",
+        what:
+            "OpenTelemetry CI/CD and VCS semantic-convention keys beside ct-cake's: the trace resource adds \
+               cicd.pipeline.run.id (= ct.invocation_id), cicd.worker.id and cicd.worker.name (= host.name) \
+               and nothing else for a request without pipeline name or VCS data; the metrics resource the \
+               same without the run id (opt-in on metrics). Our root span ends with \
+               cicd.pipeline.action.name = BUILD, then cicd.pipeline.result and error.type exactly as an \
+               independent reading of the reference's phases decides (postbuild_scripts last: success; \
+               else with prebuild_scripts: failure, error.type = the last phase; else neither); every rule \
+               span ends with cicd.pipeline.task.name = its ct.target (when it has one) and \
+               cicd.pipeline.task.type = test for ct.rule_type test, else build; phases carry none. They \
+               are the trailing keys (after the build analytics), string-typed, nowhere else, and removed \
+               before the exact comparison; span kinds stay INTERNAL (the default root_span_kind)",
         in_corpus: true,
     },
 ];

@@ -32,12 +32,14 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use prost::Message;
 use serde_json::Value as Json;
 
+use super::analytics::{ROOT_KEYS as ANALYTICS_ROOT_KEYS, RULE_KEYS as ANALYTICS_RULE_KEYS, TOP_N};
 use super::intended;
 pub use super::intended::Tally;
 use super::oracle::{layer_of, PerTu};
 use super::ref_metrics::{
     compare_metrics, decode_ours_metrics, is_repeat, load_reference_metrics, point_count, MetricsContext,
 };
+use super::semconv;
 
 /// ct-cake anchors at the build start, we at its end (spec §2.8: 5.6 µs
 /// apart in the verified run), and quantises to 256 ns.
@@ -425,11 +427,12 @@ pub fn check_case(case: &Path) -> Result<Report, String> {
     if !d.is_empty() {
         return Err(d);
     }
+    // Compared keys only (the analytics are additions).
     let count = |prefix: &str| {
         our_root
             .attribute_order
             .iter()
-            .filter(|k| k.starts_with(prefix))
+            .filter(|k| k.starts_with(prefix) && !ANALYTICS_ROOT_KEYS.contains(&k.as_str()))
             .count()
     };
     Ok(Report {
@@ -561,7 +564,13 @@ pub fn check_snapshot(
     }
     // Same resource as the build except ct.invocation_id (ours: the trace's).
     let mut rr = strip_resource(&snap.resource, &mut Tally::default());
-    let mut or = strip_resource(&ours.resource, &mut Tally::default());
+    // Ours is the build's resource, semantic-convention keys included.
+    let mut or = semconv::undo_resource(
+        &strip_resource(&ours.resource, &mut Tally::default()),
+        false,
+        tally,
+        d,
+    );
     rr.remove("ct.invocation_id");
     or.remove("ct.invocation_id");
     if rr != or {
@@ -689,7 +698,12 @@ fn compare_into(
     // Resource.
     let (rr, or) = (
         strip_resource(&reference.resource, tally),
-        strip_resource(&ours.resource, &mut Tally::default()),
+        semconv::undo_resource(
+            &strip_resource(&ours.resource, &mut Tally::default()),
+            false,
+            tally,
+            d,
+        ),
     );
     if rr != or {
         let _ = writeln!(d, "resource differs:\n  reference {rr:?}\n  ours      {or:?}");
@@ -791,6 +805,22 @@ fn compare_into(
         let _ = writeln!(d, "summary.spans {} != {sent} spans sent", summary.spans);
     }
 
+    // Build analytics (intended difference `build-analytics-additions`):
+    // which of our spans are rules below no other rule.
+    let is_rule = |s: &RefSpan| s.attributes.contains_key("ct.rule_type");
+    let counted_rule = |s: &RefSpan| {
+        let mut at = our_by_id.get(&s.parent_id).map(|&i| &ours.spans[i]);
+        while let Some(p) = at {
+            if is_rule(p) {
+                return false;
+            }
+            at = our_by_id.get(&p.parent_id).map(|&i| &ours.spans[i]);
+        }
+        is_rule(s)
+    };
+    let any_counted_rule = ours.spans.iter().any(counted_rule);
+    let result = semconv::expected_result(reference);
+
     // Matched spans.
     for (key, &ri) in &ref_index {
         let Some(&oi) = our_index.get(key) else {
@@ -817,6 +847,26 @@ fn compare_into(
             }
         }
         let o = undo_attribution(key, r, o, expect, tally, d);
+        let role = if o.parent_id.is_empty() {
+            semconv::Role::Root {
+                result: result.clone(),
+            }
+        } else if is_rule(&o) {
+            semconv::Role::Rule
+        } else {
+            semconv::Role::Other
+        };
+        let o = semconv::undo_span(key, &o, &role, tally, d);
+        let expected = if o.parent_id.is_empty() {
+            Analytics::Root {
+                present: any_counted_rule,
+            }
+        } else if counted_rule(&o) {
+            Analytics::Rule
+        } else {
+            Analytics::None
+        };
+        let o = undo_analytics(key, &o, expected, tally, d);
         if r.attribute_order != o.attribute_order {
             let _ = writeln!(
                 d,
@@ -835,6 +885,82 @@ fn compare_into(
             }
         }
     }
+}
+
+/// Which build-analytics keys one of our spans must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Analytics {
+    /// The root: the root keys when `present`, else none.
+    Root { present: bool },
+    /// A rule below no other rule: the rule keys.
+    Rule,
+    /// Anything else: none.
+    None,
+}
+
+/// Checks the analytics keys of our span (intended difference
+/// `build-analytics-additions`): the trailing keys, in the documented
+/// order, with the documented types; returns the span without them.
+fn undo_analytics(
+    key: &(String, String),
+    o: &RefSpan,
+    expected: Analytics,
+    tally: &mut Tally,
+    d: &mut String,
+) -> RefSpan {
+    let all: &[&str] = match expected {
+        Analytics::Root { .. } => &ANALYTICS_ROOT_KEYS,
+        _ => &ANALYTICS_RULE_KEYS,
+    };
+    let tail = o
+        .attribute_order
+        .iter()
+        .rev()
+        .take_while(|k| all.contains(&k.as_str()))
+        .count();
+    let split = o.attribute_order.len() - tail;
+    let found: Vec<&str> = o.attribute_order[split..].iter().map(String::as_str).collect();
+    let elsewhere = o.attribute_order[..split]
+        .iter()
+        .any(|k| ANALYTICS_ROOT_KEYS.contains(&k.as_str()) || ANALYTICS_RULE_KEYS.contains(&k.as_str()));
+    let get = |k: &str| o.attributes.get(k);
+    let nonneg = |k: &str| matches!(get(k), Some(Attr::Double(v)) if *v >= 0.0);
+    let ok = !elsewhere
+        && match expected {
+            Analytics::None => found.is_empty(),
+            Analytics::Root { present: false } => found.is_empty(),
+            Analytics::Root { present: true } => {
+                (found == ANALYTICS_ROOT_KEYS || found == ANALYTICS_ROOT_KEYS[1..])
+                    && (!found.contains(&ANALYTICS_ROOT_KEYS[0]) || nonneg(ANALYTICS_ROOT_KEYS[0]))
+                    && matches!(get(ANALYTICS_ROOT_KEYS[1]), Some(Attr::Int(m)) if *m >= 1)
+                    && nonneg(ANALYTICS_ROOT_KEYS[2])
+                    && matches!(get(ANALYTICS_ROOT_KEYS[3]), Some(Attr::Array(a))
+                        if (1..=TOP_N).contains(&a.len()) && a.iter().all(|v| matches!(v, Attr::Str(_))))
+            }
+            Analytics::Rule => {
+                (found == ANALYTICS_RULE_KEYS[..1] || found == ANALYTICS_RULE_KEYS)
+                    && nonneg(ANALYTICS_RULE_KEYS[0])
+                    && (found.len() == 1 || get(ANALYTICS_RULE_KEYS[1]) == Some(&Attr::Bool(true)))
+            }
+        };
+    if !ok {
+        let _ = writeln!(
+            d,
+            "{key:?}: build analytics {:?} (trailing keys {found:?}) do not match {expected:?}",
+            found.iter().map(|k| (k, get(k))).collect::<Vec<_>>()
+        );
+        return o.clone();
+    }
+    if found.is_empty() {
+        return o.clone();
+    }
+    let mut plain = o.clone();
+    plain.attribute_order.truncate(split);
+    for k in found {
+        plain.attributes.remove(k);
+    }
+    tally.add(intended::BUILD_ANALYTICS, 1);
+    plain
 }
 
 /// Checks our per-TU attribution of a compile span (intended difference

@@ -1,0 +1,78 @@
+package compiletoolsreceiver
+
+import (
+	"context"
+	"os"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+)
+
+// defaultMaxParseBytesInFlight is limits.max_parse_bytes_in_flight's
+// default: one build of the default max_file_size at a time, or several
+// smaller ones.
+const defaultMaxParseBytesInFlight = 256 << 20
+
+// parseBudget bounds the memory of the builds parsed at once by the size of
+// their input. The core's memory (cgo, invisible to the Go runtime and so to
+// the memory_limiter processor) grows with the bytes it reads, about twice
+// the input at its peak, and the pdata built from its output lives on the Go
+// heap until every consumer returned; max_concurrent_builds alone bounds the
+// number of builds, not their size. A build holds its share from before the
+// core reads it until its consumers returned.
+//
+// A build larger than the whole budget is not refused: it waits until no
+// other build holds any budget and then runs alone, so it can neither
+// deadlock nor starve (waiters are served in order).
+type parseBudget struct {
+	sem   *semaphore.Weighted
+	total int64
+}
+
+func newParseBudget(total int64) *parseBudget {
+	if total <= 0 {
+		total = defaultMaxParseBytesInFlight
+	}
+	return &parseBudget{sem: semaphore.NewWeighted(total), total: total}
+}
+
+// acquire waits until bytes of the budget are free (all of it, for a build
+// larger than the budget) and returns the function that gives them back,
+// or ctx's error.
+func (p *parseBudget) acquire(ctx context.Context, bytes int64) (release func(), err error) {
+	w := min(max(bytes, 1), p.total)
+	if err := p.sem.Acquire(ctx, w); err != nil {
+		return nil, err
+	}
+	return func() { p.sem.Release(w) }, nil
+}
+
+// inputBytes is what the core will read for a build: its timing.json (as
+// discovered) and the side files of the request, stat'ed now. A side file
+// that cannot be stat'ed counts zero (the core skips or warns about it).
+func inputBytes(b discovery.Build, req ffi.Request) int64 {
+	n := b.Size
+	for _, p := range []string{req.StatslogPath, req.OutcomesPath} {
+		if p == "" {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// holdBudget takes a build's share of the parse budget, noting a build
+// that is larger than all of it.
+func (r *compiletoolsReceiver) holdBudget(ctx context.Context, b discovery.Build, req ffi.Request) (func(), error) {
+	n := inputBytes(b, req)
+	if n > r.budget.total {
+		r.logger.Debug("build input exceeds limits.max_parse_bytes_in_flight; it is parsed alone",
+			zap.String("path", b.Dir), zap.Int64("bytes", n), zap.Int64("max_parse_bytes_in_flight", r.budget.total))
+	}
+	return r.budget.acquire(ctx, n)
+}

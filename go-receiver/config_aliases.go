@@ -1,0 +1,48 @@
+package compiletoolsreceiver
+
+import (
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/collector/confmap"
+)
+
+// configAlias is a key renamed to contrib's word; the old spelling still
+// works, warns, and must not be given together with the new one.
+type configAlias struct {
+	old, current string
+	// adopt copies the value decoded under current into the field every
+	// other part of the receiver reads.
+	adopt func(c *Config)
+}
+
+var configAliases = []configAlias{
+	{"resource_attributes", "resource", func(c *Config) { c.ResourceAttributes = c.Resource }},
+	{"max_age", "exclude_older_than", func(c *Config) { c.MaxAge = c.ExcludeOlderThan }},
+	{"cas::scan_interval", "cas::collection_interval", func(c *Config) { c.CAS.ScanInterval = c.CAS.CollectionInterval }},
+}
+
+// Unmarshal decodes the configuration and resolves the renamed keys: the
+// new spelling wins over the default, the old one still works (with a
+// warning at start), and both at once is an error, whatever the values.
+func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := conf.Unmarshal(c); err != nil {
+		return err
+	}
+	for _, a := range configAliases {
+		oldSet, newSet := conf.IsSet(a.old), conf.IsSet(a.current)
+		switch {
+		case oldSet && newSet:
+			c.aliasConflicts = append(c.aliasConflicts,
+				fmt.Errorf("%s and %s: the same setting twice; keep %s (%s is deprecated)", key(a.old), key(a.current), key(a.current), key(a.old)))
+		case oldSet:
+			c.deprecatedKeys = append(c.deprecatedKeys, [2]string{key(a.old), key(a.current)})
+		case newSet:
+			a.adopt(c)
+		}
+	}
+	return nil
+}
+
+// key spells a confmap path as in the YAML (cas.scan_interval).
+func key(path string) string { return strings.ReplaceAll(path, confmap.KeyDelimiter, ".") }

@@ -1,0 +1,164 @@
+package gitsha
+
+import (
+	"bufio"
+	"bytes"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Ref types of `vcs.ref.head.type`.
+const (
+	RefBranch = "branch"
+	RefTag    = "tag"
+)
+
+// Repo is what the receiver reports of the git work tree above a build.
+type Repo struct {
+	// WorkTree is the directory holding `.git` (the work tree's root).
+	WorkTree string
+	// Head is the commit HEAD points at ("" for an unborn branch).
+	Head string
+	// RefName and RefType: the branch or tag HEAD points to; empty when
+	// HEAD is detached (also after `git checkout <tag>`: git detaches
+	// there, and which of the names of that commit was meant is unknown).
+	RefName, RefType string
+	// OriginURL is the `origin` remote's URL without user, password or
+	// token; "" without an origin.
+	OriginURL string
+	// Provider is `vcs.provider.name` when the origin's host makes it
+	// obvious (github.com → github, …), else "".
+	Provider string
+}
+
+// WorkTree returns the root of the git work tree containing start.
+func WorkTree(start string) (string, error) {
+	gitPath, err := findDotGit(start)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(gitPath), nil
+}
+
+// Inspect reads HEAD, the ref it names and the origin remote of the
+// repository containing start, without running git.
+func Inspect(start string) (Repo, error) {
+	gitPath, err := findDotGit(start)
+	if err != nil {
+		return Repo{}, err
+	}
+	gitDir, err := findGitDir(start)
+	if err != nil {
+		return Repo{}, err
+	}
+	commonDir := commonDirOf(gitDir)
+	r := Repo{WorkTree: filepath.Dir(gitPath)}
+	if sha, err := resolve(gitDir, commonDir, "HEAD", 0); err == nil {
+		r.Head = sha
+	}
+	if b, err := readSmall(filepath.Join(gitDir, "HEAD")); err == nil {
+		if target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref:"); ok {
+			target = strings.TrimSpace(target)
+			if name, ok := strings.CutPrefix(target, "refs/heads/"); ok {
+				r.RefName, r.RefType = name, RefBranch
+			} else if name, ok := strings.CutPrefix(target, "refs/tags/"); ok {
+				r.RefName, r.RefType = name, RefTag
+			}
+		}
+	}
+	r.OriginURL = StripCredentials(originURL(filepath.Join(commonDir, "config")))
+	r.Provider = ProviderOf(r.OriginURL)
+	return r, nil
+}
+
+// findDotGit returns the `.git` entry (directory or gitdir file) nearest
+// above start.
+func findDotGit(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		candidate := filepath.Join(dir, ".git")
+		if _, err := os.Stat(candidate); err == nil {
+			return candidate, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoRepository
+		}
+		dir = parent
+	}
+}
+
+// originURL reads `url` of `[remote "origin"]` from a git config file.
+func originURL(configPath string) string {
+	b, err := readSmall(configPath)
+	if err != nil {
+		return ""
+	}
+	inOrigin := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			section := strings.Join(strings.Fields(strings.Trim(line, "[]")), " ")
+			inOrigin = section == `remote "origin"`
+			continue
+		}
+		if !inOrigin {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(key), "url") {
+			return strings.Trim(strings.TrimSpace(value), `"`)
+		}
+	}
+	return ""
+}
+
+// StripCredentials removes user, password or token from a remote URL:
+// `https://user:token@host/path` → `https://host/path`, `user@host:path`
+// (scp-like, the user is the SSH login) → `host:path`.
+func StripCredentials(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
+		u.User = nil
+		return u.String()
+	}
+	// scp-like `[user@]host:path`: no scheme, a colon before any slash.
+	if at := strings.Index(raw, "@"); at >= 0 {
+		colon := strings.Index(raw, ":")
+		slash := strings.Index(raw, "/")
+		if colon > at && (slash < 0 || colon < slash) {
+			return raw[at+1:]
+		}
+	}
+	return raw
+}
+
+// providers maps hosts to `vcs.provider.name`.
+var providers = map[string]string{
+	"github.com":    "github",
+	"gitlab.com":    "gitlab",
+	"bitbucket.org": "bitbucket",
+	"codeberg.org":  "gitea",
+	"gitea.com":     "gitea",
+}
+
+// ProviderOf returns the provider of a remote URL whose host is a known
+// public service, or "" (a self-hosted server's software is not obvious
+// from its name).
+func ProviderOf(remote string) string {
+	host := ""
+	if u, err := url.Parse(remote); err == nil && u.Host != "" {
+		host = u.Hostname()
+	} else if h, _, ok := strings.Cut(remote, ":"); ok && !strings.Contains(h, "/") {
+		host = h
+	}
+	return providers[strings.ToLower(host)]
+}

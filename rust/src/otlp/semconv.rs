@@ -1,0 +1,200 @@
+//! OpenTelemetry's CI/CD and VCS semantic conventions (release candidate
+//! since semantic conventions v1.43), beside compiletools' own `ct.*` keys,
+//! which stay exactly as they are.
+//!
+//! Where each key goes follows the conventions: the entities `cicd.pipeline`
+//! (`cicd.pipeline.name`), `cicd.pipeline.run` (`cicd.pipeline.run.id`),
+//! `cicd.worker`, `vcs.repo` and `vcs.ref` are resource attributes — the
+//! build's resource already describes one run on one host. The pipeline run
+//! span's own attributes (`cicd.pipeline.action.name`,
+//! `cicd.pipeline.result`, `error.type`) go on the root span, and the task
+//! attributes on each rule span. All of them come after compiletools' keys
+//! and after the build analytics, so everything before them keeps
+//! compiletools' order.
+
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+
+use super::attributes::AttrBuilder;
+use crate::request::BuildRequest;
+use crate::timing::{build_result, Build, BuildResult, Event};
+
+pub const PIPELINE_NAME: &str = "cicd.pipeline.name";
+pub const PIPELINE_RUN_ID: &str = "cicd.pipeline.run.id";
+pub const WORKER_ID: &str = "cicd.worker.id";
+pub const WORKER_NAME: &str = "cicd.worker.name";
+pub const VCS_REPOSITORY_URL_FULL: &str = "vcs.repository.url.full";
+pub const VCS_PROVIDER_NAME: &str = "vcs.provider.name";
+pub const VCS_REF_HEAD_NAME: &str = "vcs.ref.head.name";
+pub const VCS_REF_HEAD_TYPE: &str = "vcs.ref.head.type";
+pub const VCS_REF_HEAD_REVISION: &str = "vcs.ref.head.revision";
+
+pub const PIPELINE_ACTION_NAME: &str = "cicd.pipeline.action.name";
+pub const PIPELINE_RESULT: &str = "cicd.pipeline.result";
+pub const ERROR_TYPE: &str = "error.type";
+
+pub const TASK_NAME: &str = "cicd.pipeline.task.name";
+pub const TASK_TYPE: &str = "cicd.pipeline.task.type";
+
+/// `cicd.pipeline.action.name` of every build.
+pub const ACTION_BUILD: &str = "BUILD";
+
+/// The resource keys of this module, in the order they are written.
+pub const RESOURCE_KEYS: [&str; 9] = [
+    PIPELINE_NAME,
+    PIPELINE_RUN_ID,
+    WORKER_ID,
+    WORKER_NAME,
+    VCS_REPOSITORY_URL_FULL,
+    VCS_PROVIDER_NAME,
+    VCS_REF_HEAD_NAME,
+    VCS_REF_HEAD_TYPE,
+    VCS_REF_HEAD_REVISION,
+];
+
+/// Appends the CI/CD and VCS resource attributes of a build: the pipeline
+/// and its run (the invocation id), the worker (the host identity), and
+/// what the receiver read from the source tree. Empty values are omitted;
+/// `vcs.ref.head.revision` is `git.commit.sha`, under its lag rule.
+pub fn push_resource_attributes(a: &mut AttrBuilder, req: &BuildRequest, invocation_id: &str) {
+    a.non_empty_string(PIPELINE_NAME, &req.pipeline_name);
+    a.non_empty_string(PIPELINE_RUN_ID, invocation_id);
+    a.non_empty_string(WORKER_ID, &req.host_name);
+    a.non_empty_string(WORKER_NAME, &req.host_name);
+    a.non_empty_string(VCS_REPOSITORY_URL_FULL, &req.vcs.repository_url_full);
+    a.non_empty_string(VCS_PROVIDER_NAME, &req.vcs.provider_name);
+    // A ref type without its name says nothing.
+    if !req.vcs.ref_head_name.is_empty() {
+        a.string(VCS_REF_HEAD_NAME, &req.vcs.ref_head_name);
+        a.non_empty_string(VCS_REF_HEAD_TYPE, &req.vcs.ref_head_type);
+    }
+    if let Some(sha) = &req.git_commit_sha {
+        a.non_empty_string(VCS_REF_HEAD_REVISION, sha);
+    }
+}
+
+/// The pipeline run attributes of the root span: the action, and the
+/// result with `error.type` (the phase the build stopped in) only where
+/// the file decides it ([`build_result`]).
+pub fn root_attributes(build: &Build, max_attribute_len: u32) -> Vec<KeyValue> {
+    let mut a = AttrBuilder::with_capacity(max_attribute_len, 3);
+    a.string(PIPELINE_ACTION_NAME, ACTION_BUILD);
+    match build_result(build) {
+        Some(BuildResult::Success) => a.string(PIPELINE_RESULT, "success"),
+        Some(BuildResult::Failure { stopped_in }) => {
+            a.string(PIPELINE_RESULT, "failure");
+            a.non_empty_string(ERROR_TYPE, stopped_in);
+        }
+        None => {}
+    }
+    a.finish().0
+}
+
+/// Appends a rule span's task attributes: its target as the task name
+/// (when it has one) and `test` or `build` as the type.
+pub fn push_rule_attributes(a: &mut AttrBuilder, rule: &Event) {
+    let Some(rule_type) = rule.rule_type() else {
+        return;
+    };
+    a.non_empty_string(TASK_NAME, rule.target());
+    a.string(TASK_TYPE, if rule_type == "test" { "test" } else { "build" });
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+
+    use super::*;
+    use crate::timing::model::parse_for_test;
+
+    fn pairs(attrs: &[KeyValue]) -> Vec<(String, String)> {
+        attrs
+            .iter()
+            .map(|kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(Value::StringValue(s)) => (kv.key.clone(), s.clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn doc(phases: &str) -> Build {
+        parse_for_test(&format!(
+            r#"{{"timestamp": "2026-11-30T03:43:45+00:00", "start_s": 100.0, "total_elapsed_s": 10.0, "phases": [{phases}]}}"#
+        ))
+    }
+
+    #[test]
+    fn root_carries_result_only_when_decided() {
+        let ok = doc(r#"{"name": "prebuild_scripts", "start_s": 100.0, "end_s": 100.0},
+               {"name": "postbuild_scripts", "start_s": 101.0, "end_s": 101.0}"#);
+        assert_eq!(
+            pairs(&root_attributes(&ok, 100)),
+            [
+                (PIPELINE_ACTION_NAME.to_owned(), "BUILD".to_owned()),
+                (PIPELINE_RESULT.to_owned(), "success".to_owned())
+            ]
+        );
+        let failed = doc(r#"{"name": "prebuild_scripts", "start_s": 100.0, "end_s": 100.0},
+               {"name": "build_execution", "start_s": 101.0, "end_s": 101.0}"#);
+        assert_eq!(
+            pairs(&root_attributes(&failed, 100)),
+            [
+                (PIPELINE_ACTION_NAME.to_owned(), "BUILD".to_owned()),
+                (PIPELINE_RESULT.to_owned(), "failure".to_owned()),
+                (ERROR_TYPE.to_owned(), "build_execution".to_owned())
+            ]
+        );
+        let clean = doc(r#"{"name": "generate", "start_s": 100.0, "end_s": 100.0}"#);
+        assert_eq!(
+            pairs(&root_attributes(&clean, 100)),
+            [(PIPELINE_ACTION_NAME.to_owned(), "BUILD".to_owned())]
+        );
+    }
+
+    #[test]
+    fn rule_tasks_are_build_or_test() {
+        let build = doc(
+            r#"{"name": "build_execution", "start_s": 100.0, "end_s": 101.0, "rules": [
+                 {"name": "a.cpp", "rule_type": "compile", "target": "/o/a.o", "start_s": 100.0, "end_s": 100.5},
+                 {"name": "t", "rule_type": "test", "target": "bin/t", "start_s": 100.5, "end_s": 101.0},
+                 {"name": "m", "rule_type": "mkdir", "start_s": 100.5, "end_s": 101.0}]}"#,
+        );
+        let mut got = Vec::new();
+        build.for_each_phase_rule(&mut |rule| {
+            let mut a = AttrBuilder::new(100);
+            push_rule_attributes(&mut a, &rule);
+            got.push(pairs(&a.finish().0));
+        });
+        let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(
+            got,
+            [
+                vec![kv(TASK_NAME, "/o/a.o"), kv(TASK_TYPE, "build")],
+                vec![kv(TASK_NAME, "bin/t"), kv(TASK_TYPE, "test")],
+                vec![kv(TASK_TYPE, "build")],
+            ]
+        );
+    }
+
+    #[test]
+    fn resource_keys_in_order_and_empties_omitted() {
+        let mut req = BuildRequest::new("/x/20261130T034340-1", "vm");
+        req.pipeline_name = "geom".into();
+        req.git_commit_sha = Some("abc".into());
+        req.vcs.ref_head_type = "branch".into(); // without a name: dropped
+        req.vcs.repository_url_full = "https://github.com/o/r".into();
+        let mut a = AttrBuilder::new(100);
+        push_resource_attributes(&mut a, &req, "20261130T034340-1");
+        let keys: Vec<String> = pairs(&a.finish().0).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            [
+                PIPELINE_NAME,
+                PIPELINE_RUN_ID,
+                WORKER_ID,
+                WORKER_NAME,
+                VCS_REPOSITORY_URL_FULL,
+                VCS_REF_HEAD_REVISION
+            ]
+        );
+    }
+}
