@@ -165,7 +165,8 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 		for _, w := range res.Warnings {
 			r.logger.Warn("CAS scan", zap.String("variant", g.variant), zap.String("warning", w))
 		}
-		if err := errors.Join(r.consume(ctx, want, res.Output)); err != nil {
+		_, tracesErr, metricsErr := r.consume(ctx, want, res.Output, traceProgress{})
+		if err := errors.Join(tracesErr, metricsErr); err != nil {
 			// A snapshot is superseded by the next scan: no retry.
 			r.logger.Debug("CAS snapshot not accepted", zap.String("variant", g.variant), zap.Error(err))
 		}
