@@ -30,7 +30,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -74,6 +74,21 @@ $(STATICCHECK):
 	mkdir -p $(TOOLS_DIR)
 	GOBIN=$(abspath $(TOOLS_DIR)) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+# Jaeger v2 (a collector distribution with Jaeger's storage and query API),
+# the trace backend of tests/pipeline. Built from the Go module proxy in a
+# scratch module (~5 min on 2 cores the first time), then cached.
+JAEGER_VERSION := v1.76.0
+JAEGER        := $(TOOLS_DIR)/jaeger-$(JAEGER_VERSION)
+
+$(JAEGER):
+	rm -rf $(TOOLS_DIR)/jaeger-src && mkdir -p $(TOOLS_DIR)/jaeger-src
+	cd $(TOOLS_DIR)/jaeger-src && go mod init jaeger-tool >/dev/null 2>&1 \
+	  && go get -tool github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) \
+	  && CGO_ENABLED=0 go build -o $(abspath $@).tmp github.com/jaegertracing/jaeger/cmd/jaeger
+	mv $@.tmp $@
+
+jaeger: $(JAEGER)
+
 $(MDATAGEN):
 	rm -rf $(TOOLS_DIR)/mdatagen-src && mkdir -p $(TOOLS_DIR)/mdatagen-src
 	cd $(TOOLS_DIR)/mdatagen-src && go mod init mdatagen-tool >/dev/null 2>&1 \
@@ -102,7 +117,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-chaos-fast test-realbuilds test-casreal
+test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
@@ -143,6 +158,11 @@ test-chaos-fast: collector venv
 chaos: collector venv
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/chaos/chaos.py
 
+## test-pipeline: agent -> gateway (default otlp receiver) -> sink, and -> Jaeger v2: corpus builds and
+## a generated 100k-rule build arrive whole (CT_PIPELINE_RULES sets the size)
+test-pipeline: collector venv $(JAEGER)
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) JAEGER_BIN=$(abspath $(JAEGER)) $(PYTHON) -m pytest -q tests/pipeline
+
 ## deps-realbuilds: ccache, ninja, cmake (apt, as root) and a venv with compiletools[otel]==13.1.4
 deps-realbuilds:
 	tests/realbuilds/install-deps.sh
@@ -155,9 +175,12 @@ test-realbuilds: collector venv deps-realbuilds
 test-casreal: collector venv deps-realbuilds
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/casreal
 
-## e2e-full: the larger real-build matrix (46 builds)
-e2e-full: collector venv deps-realbuilds
+## e2e-full: the larger real-build matrix (46 builds), then the pipeline tests with a 1M-rule build
+## (to Jaeger: 100k, see tests/pipeline/README.md; numbers in _build/pipeline-results/)
+e2e-full: collector venv deps-realbuilds $(JAEGER)
 	CT_REALBUILDS_FULL=1 OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/realbuilds
+	CT_PIPELINE_RULES=1000000 CT_PIPELINE_JAEGER_RULES=100000 OTELCOL_BIN=$(abspath $(COLLECTOR)) JAEGER_BIN=$(abspath $(JAEGER)) \
+	  $(PYTHON) -m pytest -q -s tests/pipeline
 
 ## bench-receiver: idle cost with 10k watched builds, rename→sink latency, backlog throughput
 bench-receiver: collector venv

@@ -17,7 +17,8 @@ import (
 )
 
 // processBuild parses one build once and hands it to every consumer not
-// served yet; it checkpoints the build only after every Consume returned.
+// served yet (a trace as several bounded requests, see splitTraces); it
+// checkpoints the build only after every request was accepted.
 // It returns false when a consumer asked to retry later (congestion).
 func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) bool {
 	open := r.ledger.snapshot(b.Dir)
@@ -69,7 +70,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 			r.logger.Debug("consumer failed; retrying later", zap.String("path", b.Dir), zap.Error(err))
 		}
 	}
-	tracesErr, metricsErr := r.consume(ctx, want, res.Output)
+	progress, tracesErr, metricsErr := r.consume(ctx, want, res.Output, open.traces)
 	if want&ffi.SignalTraces != 0 {
 		record(ffi.SignalTraces, tracesErr)
 	}
@@ -77,7 +78,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		record(ffi.SignalMetrics, metricsErr)
 	}
 
-	if retry && r.ledger.retryLater(b.Dir, delivered) {
+	if retry && r.ledger.retryLater(b.Dir, delivered, progress) {
 		r.telemetry.build(ctx, outcomeRetried)
 		return false
 	}

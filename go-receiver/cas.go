@@ -163,7 +163,8 @@ func (r *compiletoolsReceiver) scanCAS(ctx context.Context, cache *ffi.CASCache)
 			r.telemetry.ReceiverCompiletoolsCasAnomalies.Add(ctx, int64(res.Anomalies))
 		}
 		r.logCASWarnings(g.variant, res.Warnings)
-		if err := errors.Join(r.consume(ctx, want, res.Output)); err != nil {
+		_, tracesErr, metricsErr := r.consume(ctx, want, res.Output, traceProgress{})
+		if err := errors.Join(tracesErr, metricsErr); err != nil {
 			// A snapshot is superseded by the next scan: no retry.
 			r.logger.Debug("CAS snapshot not accepted", zap.String("variant", g.variant), zap.Error(err))
 		}

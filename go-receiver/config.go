@@ -57,6 +57,9 @@ type Config struct {
 	// error. max_elapsed_time 0 (the default here) retries for as long as the
 	// build is on disk; with retries disabled a failed build is dropped.
 	RetryOnFailure configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// MaxRequestSpans bounds the spans of one traces request: a build's
+	// trace goes to the consumer as several requests of at most this many.
+	MaxRequestSpans int `mapstructure:"max_request_spans"`
 	// Limits bound what the parser reads from one build.
 	Limits LimitsConfig `mapstructure:"limits"`
 	// HostName is `host.name` (and part of the trace id); default: os.Hostname().
@@ -178,6 +181,13 @@ type CASStore struct {
 	_ struct{}
 }
 
+// defaultMaxRequestSpans keeps a traces request under half of a default
+// gRPC hop's 4 MiB even when every span is as large as ct-cake's rules can
+// make one under the default limits (~13 KB: three path attributes cut at
+// 4096 bytes); typical spans (~0.5 KB) make ~70 KB requests. README, Large
+// builds.
+const defaultMaxRequestSpans = 128
+
 // Upper bounds Validate enforces. The core takes depth, attribute length
 // and thread count as 32-bit numbers: without a bound, 2^32+5 would reach it
 // as 5. Each bound is far above any real need.
@@ -209,6 +219,7 @@ func createDefaultConfig() *Config {
 		RootSpanKind:        RootSpanInternal,
 		MaxConcurrentBuilds: 2,
 		MaxBuildsPerPoll:    100,
+		MaxRequestSpans:     defaultMaxRequestSpans,
 		ServiceName:         "compiletools",
 		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
 		Capture:             CaptureConfig{Enabled: true},
@@ -251,6 +262,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBuildsPerPoll < 1 {
 		add("max_builds_per_poll: must be at least 1, got %d", c.MaxBuildsPerPoll)
+	}
+	if c.MaxRequestSpans < 1 {
+		add("max_request_spans: must be at least 1, got %d", c.MaxRequestSpans)
 	}
 	if c.Limits.MaxFileSize < 0 || c.Limits.MaxEvents < 0 || c.Limits.MaxDepth < 0 || c.Limits.MaxAttributeLength < 0 {
 		add("limits: values must not be negative (0 keeps the default)")

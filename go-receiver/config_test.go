@@ -49,11 +49,12 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	cfg.StartAt = "middle"
 	cfg.CAS.Stores = []CASStore{{Kind: "lib", Path: ""}}
 	cfg.CAS.ScanInterval = 0
+	cfg.MaxRequestSpans = 0
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"include[1]", "include[2]", "exclude[0]", "poll_interval", "service_name", "start_at", "cas.stores[0].kind", "cas.stores[0].path", "cas.scan_interval"} {
+	for _, want := range []string{"include[1]", "include[2]", "exclude[0]", "poll_interval", "service_name", "start_at", "cas.stores[0].kind", "cas.stores[0].path", "cas.scan_interval", "max_request_spans"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -3,6 +3,10 @@ package compiletoolsreceiver
 import (
 	"context"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
@@ -21,20 +25,73 @@ func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
 	return s
 }
 
-// consume hands the wanted signals of one core output to their consumers,
-// each call inside an ObsReport operation (the collector's accepted and
-// refused counts for this receiver), and returns each signal's error. A
-// wanted signal the core did not produce has nothing to send: nil.
-func (r *compiletoolsReceiver) consume(ctx context.Context, want ffi.Signals, out ffi.Output) (tracesErr, metricsErr error) {
+// traceProgress is how far the delivery of one trace got: the number of
+// its requests (splitTraces' cut) the traces consumer accepted, and what
+// identifies the cut, so a re-read that would cut differently starts over.
+type traceProgress struct {
+	requests int
+	spans    int
+	traceID  pcommon.TraceID
+}
+
+// consume hands the wanted signals of one core output to their consumers
+// and returns each signal's error; for traces, done is what an earlier
+// attempt delivered and progress what has been delivered now. A wanted
+// signal the core did not produce has nothing to send: nil.
+func (r *compiletoolsReceiver) consume(ctx context.Context, want ffi.Signals, out ffi.Output, done traceProgress) (progress traceProgress, tracesErr, metricsErr error) {
+	progress = done
 	if want&ffi.SignalTraces != 0 && out.HasTraces {
-		octx := r.obsTraces.StartTracesOp(ctx)
-		tracesErr = r.traces.ConsumeTraces(octx, out.Traces)
-		r.obsTraces.EndTracesOp(octx, dataFormat, out.Traces.SpanCount(), tracesErr)
+		progress, tracesErr = r.consumeTraces(ctx, out.Traces, done)
 	}
 	if want&ffi.SignalMetrics != 0 && out.HasMetrics {
-		octx := r.obsMetrics.StartMetricsOp(ctx)
-		metricsErr = r.metrics.ConsumeMetrics(octx, out.Metrics)
-		r.obsMetrics.EndMetricsOp(octx, dataFormat, out.Metrics.DataPointCount(), metricsErr)
+		metricsErr = r.consumeMetrics(ctx, out.Metrics)
 	}
-	return tracesErr, metricsErr
+	return progress, tracesErr, metricsErr
+}
+
+// consumeTraces hands a trace to the traces consumer as requests of at most
+// max_request_spans spans, in order, each inside its own ObsReport
+// operation (the collector's accepted and refused counts for this
+// receiver), and stops at the first error. Requests an earlier attempt of
+// the same cut delivered (done) are not sent again. It returns the progress
+// made, done included, and the error that stopped it.
+func (r *compiletoolsReceiver) consumeTraces(ctx context.Context, td ptrace.Traces, done traceProgress) (traceProgress, error) {
+	progress := traceProgress{spans: td.SpanCount(), traceID: firstTraceID(td)}
+	if done.spans != progress.spans || done.traceID != progress.traceID {
+		done = traceProgress{} // another cut: every request goes out
+	}
+	for i, chunk := range splitTraces(td, r.cfg.MaxRequestSpans) {
+		if i < done.requests {
+			continue
+		}
+		octx := r.obsTraces.StartTracesOp(ctx)
+		err := r.traces.ConsumeTraces(octx, chunk)
+		r.obsTraces.EndTracesOp(octx, dataFormat, chunk.SpanCount(), err)
+		if err != nil {
+			return progress, err
+		}
+		progress.requests = i + 1
+	}
+	return progress, nil
+}
+
+// consumeMetrics hands metrics to the metrics consumer in one request
+// inside an ObsReport operation: a build's metrics are a few points.
+func (r *compiletoolsReceiver) consumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	octx := r.obsMetrics.StartMetricsOp(ctx)
+	err := r.metrics.ConsumeMetrics(octx, md)
+	r.obsMetrics.EndMetricsOp(octx, dataFormat, md.DataPointCount(), err)
+	return err
+}
+
+// firstTraceID is the trace id of td's first span (zero without spans).
+func firstTraceID(td ptrace.Traces) pcommon.TraceID {
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			if ss.Spans().Len() > 0 {
+				return ss.Spans().At(0).TraceID()
+			}
+		}
+	}
+	return pcommon.TraceID{}
 }

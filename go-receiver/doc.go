@@ -6,7 +6,8 @@
 // one shared instance per receiver ID), receiver.go (life cycle), poll.go
 // (one discovery pass: what starts now), ledger.go (one build's state from
 // discovery to checkpoint), build.go (one build through the core to the
-// consumers), consume.go (core output to the consumers), cas.go (store
+// consumers), chunks.go (a trace cut into bounded requests), consume.go
+// (core output to the consumers, a trace request by request), cas.go (store
 // scans); internal/discovery finds finished builds, internal/ffi is the cgo
 // binding to the Rust core.
 package compiletoolsreceiver

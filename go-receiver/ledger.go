@@ -23,12 +23,13 @@ import (
 const checkpointTimeout = 5 * time.Second
 
 // buildLedger owns a build's life from discovery to checkpoint. While a
-// build is open it remembers, in memory, what was delivered, the retry
-// schedule, the git HEAD and which warnings were given; settling writes the
-// checkpoint and lets go of everything else held for the build (that
-// memory, its captured files, its file watch). After a restart a
-// half-delivered build is sent again whole, which deterministic IDs make an
-// exact duplicate.
+// build is open it remembers, in memory, what was delivered (signals, and
+// the requests of a trace cut into several), the retry schedule, the git
+// HEAD and which warnings were given; settling writes the checkpoint and
+// lets go of everything else held for the build (that memory, its captured
+// files, its file watch). A retry sends only what was not delivered; after
+// a restart a half-delivered build is sent again whole, which deterministic
+// IDs make an exact duplicate.
 type buildLedger struct {
 	store     *checkpoint.Store
 	capturer  *capture.Capturer // nil: capture disabled
@@ -47,13 +48,14 @@ type buildLedger struct {
 
 // openBuild is what the ledger knows of a build it has not settled.
 type openBuild struct {
-	delivered    ffi.Signals // signals every consumer of which accepted the build
-	attempts     int         // failed delivery attempts so far
-	firstFailure time.Time   // start of the retry budget (max_elapsed_time)
-	nextAttempt  time.Time   // retry backoff
-	gitSHA       string      // HEAD read when the build was first seen, if in time
-	vcs          ffi.VCS     // the ref HEAD names and the origin, read with gitSHA
-	workTree     string      // root of the git work tree above the build ("": none)
+	delivered    ffi.Signals   // signals every consumer of which accepted the build
+	traces       traceProgress // requests of the trace accepted while traces are not delivered
+	attempts     int           // failed delivery attempts so far
+	firstFailure time.Time     // start of the retry budget (max_elapsed_time)
+	nextAttempt  time.Time     // retry backoff
+	gitSHA       string        // HEAD read when the build was first seen, if in time
+	vcs          ffi.VCS       // the ref HEAD names and the origin, read with gitSHA
+	workTree     string        // root of the git work tree above the build ("": none)
 	gitChecked   bool
 	warned       buildProblem // problems already logged: warn once, not every poll
 	finishedSeen time.Time    // first poll that found its timing.json (monotonic)
@@ -201,8 +203,9 @@ func (l *buildLedger) due(dir string, now time.Time) bool {
 }
 
 // retryLater books the next attempt of a build after a retryable error,
-// with exponential backoff; false means the build must be given up.
-func (l *buildLedger) retryLater(dir string, delivered ffi.Signals) bool {
+// with exponential backoff, remembering what was delivered so far (the next
+// attempt sends only the rest); false means the build must be given up.
+func (l *buildLedger) retryLater(dir string, delivered ffi.Signals, traces traceProgress) bool {
 	rc := l.retry
 	if !rc.Enabled {
 		return false
@@ -211,6 +214,7 @@ func (l *buildLedger) retryLater(dir string, delivered ffi.Signals) bool {
 	ok := true
 	l.update(dir, func(p *openBuild) {
 		p.delivered = delivered
+		p.traces = traces
 		if p.attempts == 0 {
 			p.firstFailure = now
 		}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -20,13 +22,19 @@ import (
 
 // pollableReceiver sets up a receiver whose polls the test runs itself, one
 // at a time, instead of a background loop.
-func pollableReceiver(t *testing.T, cfg *Config, sink *consumertest.TracesSink) (*compiletoolsReceiver, *observer.ObservedLogs) {
+func pollableReceiver(t testing.TB, cfg *Config, next consumer.Traces) (*compiletoolsReceiver, *observer.ObservedLogs) {
+	t.Helper()
+	return pollableReceiverWith(t, cfg, next, receivertest.NewNopSettings(metadata.Type))
+}
+
+// pollableReceiverWith is pollableReceiver with the given settings (e.g.
+// test telemetry); their logger is replaced by the returned observer.
+func pollableReceiverWith(t testing.TB, cfg *Config, next consumer.Traces, set receiver.Settings) (*compiletoolsReceiver, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.WarnLevel)
-	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	r := newReceiver(cfg, set, nil)
-	if err := r.setTracesConsumer(sink); err != nil {
+	if err := r.setTracesConsumer(next); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.setUp(context.Background(), componenttest.NewNopHost()); err != nil {

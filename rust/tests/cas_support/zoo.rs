@@ -151,7 +151,8 @@ pub fn cmd_hash_zoo(cell: &Path, outside: &Path, field: &str) {
     }
     // a directory named manifest.json: open() fails with an OSError
     fs::create_dir_all(c("9999999999999999/manifest.json")).unwrap();
-    // a symlinked manifest is followed
+    // a symlinked manifest: compiletools follows it, we refuse it (no read
+    // outside the roots) and count it as missing
     write(&outside.join("m.json"), &pch_manifest(field, "/p/util/big.hpp"));
     fs::create_dir_all(c("8888888888888888")).unwrap();
     symlink(outside.join("m.json"), c("8888888888888888/manifest.json")).unwrap();

@@ -1,0 +1,58 @@
+package compiletoolsreceiver
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumertest"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+)
+
+// BenchmarkBuildToConsumer is the Go side of one build as the receiver
+// runs it: the core through cgo, the pdata decode, the cut into
+// max_request_spans requests and their Consume calls (each inside an
+// ObsReport operation) to a no-op consumer. Compare with the Rust core
+// alone on the same directory (README, Known limits):
+//
+//	python3 rust/bench/inputs.py 100000
+//	CT_BENCH_TIMING_DIR=$PWD/target/bench-inputs/inv-100000/20260101T120000-4242 \
+//	  go -C go-receiver test -run '^$' -bench BuildToConsumer -benchtime 20x .
+//	cargo run --release --example timing_once -- target/bench-inputs/inv-100000/20260101T120000-4242 --runs 20
+func BenchmarkBuildToConsumer(b *testing.B) {
+	dir := os.Getenv("CT_BENCH_TIMING_DIR")
+	if dir == "" {
+		b.Skip("set CT_BENCH_TIMING_DIR to an invocation directory with a large timing.json")
+	}
+	for _, bc := range []struct {
+		name     string
+		maxSpans int
+	}{
+		{"requests_of_default_size", defaultMaxRequestSpans},
+		{"one_request", 1 << 30},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := testConfig(b.TempDir())
+			cfg.MaxRequestSpans = bc.maxSpans
+			r, _ := pollableReceiver(b, cfg, consumertest.NewNop())
+			ctx := context.Background()
+			req := r.request(ctx, discovery.Build{Dir: dir}, ffi.SignalTraces, openBuild{})
+			var consuming time.Duration // the cut and the Consume calls
+			for b.Loop() {
+				res, err := ffi.Process(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if _, tracesErr, _ := r.consume(ctx, ffi.SignalTraces, res.Output, traceProgress{}); tracesErr != nil {
+					b.Fatal(tracesErr)
+				}
+				consuming += time.Since(start)
+			}
+			b.ReportMetric(consuming.Seconds()*1000/float64(b.N), "consume-ms/op")
+		})
+	}
+}
