@@ -55,37 +55,33 @@ func commonDirOf(gitDir string) string {
 	return gitDir
 }
 
+// findGitDir returns the git directory of the repository above start: the
+// nearest `.git` itself, or where a `.git` file's `gitdir:` line points.
 func findGitDir(start string) (string, error) {
-	dir, err := filepath.Abs(start)
+	candidate, err := findDotGit(start)
 	if err != nil {
 		return "", err
 	}
-	for {
-		candidate := filepath.Join(dir, ".git")
-		if st, err := os.Stat(candidate); err == nil {
-			if st.IsDir() {
-				return candidate, nil
-			}
-			b, err := readSmall(candidate)
-			if err != nil {
-				return "", err
-			}
-			target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-			if !ok {
-				return "", fmt.Errorf("%s: not a gitdir file", candidate)
-			}
-			target = strings.TrimSpace(target)
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(dir, target)
-			}
-			return target, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ErrNoRepository
-		}
-		dir = parent
+	st, err := os.Stat(candidate)
+	if err != nil {
+		return "", err
 	}
+	if st.IsDir() {
+		return candidate, nil
+	}
+	b, err := readSmall(candidate)
+	if err != nil {
+		return "", err
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return "", fmt.Errorf("%s: not a gitdir file", candidate)
+	}
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(candidate), target)
+	}
+	return target, nil
 }
 
 // resolve follows ref (HEAD or refs/…) to an object name. Per-worktree refs
