@@ -2,6 +2,7 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +18,8 @@ import (
 )
 
 // processBuild parses one build once and hands it to every consumer not
-// served yet (a trace as several bounded requests, see splitTraces); it
+// served yet: the trace as a stream of bounded requests the core encodes
+// one at a time (see consumeTraceStream), the metrics in one request; it
 // checkpoints the build only after every request was accepted.
 // It returns false when a consumer asked to retry later (congestion).
 func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) bool {
@@ -34,21 +36,11 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	if err != nil {
 		return true // shutting down: the build is taken up again after a restart
 	}
-	defer release() // the pdata lives until every consumer returned
-	res, err := ffi.Process(ctx, req)
+	defer release() // the core's model lives until the last request went out
+	res, stream, err := ffi.Open(ctx, req, r.cfg.MaxRequestSpans)
+	defer stream.Close()
 	if err != nil {
-		code := ffi.CodeOf(err)
-		if code == ffi.CodeCancelled {
-			return true // shutting down: the build is taken up again after a restart
-		}
-		r.logger.Warn("cannot read build; skipping it",
-			zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
-			zap.String("reason", code.String()),
-			zap.Error(err))
-		r.telemetry.parseFailure(ctx, code.String())
-		r.telemetry.build(ctx, outcomeFailed)
-		r.ledger.settle(ctx, b, checkpoint.Failed, 0)
-		return true
+		return r.unreadable(ctx, b, err, 0)
 	}
 	for _, w := range res.Warnings {
 		r.logger.Warn("build read with a problem", zap.String("path", b.Dir), zap.String("warning", w))
@@ -70,12 +62,27 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 			r.logger.Debug("consumer failed; retrying later", zap.String("path", b.Dir), zap.Error(err))
 		}
 	}
-	progress, tracesErr, metricsErr := r.consume(ctx, want, res.Output, open.traces)
-	if want&ffi.SignalTraces != 0 {
+	progress := open.traces
+	if want&ffi.SignalTraces != 0 && stream != nil {
+		var tracesErr error
+		progress, tracesErr = r.consumeTraceStream(ctx, stream, open.traces)
+		var coreErr *ffi.Error
+		if errors.As(tracesErr, &coreErr) {
+			// The core failed in the middle of the trace: what went out
+			// stays delivered, the rest of the build is unreadable.
+			return r.unreadable(ctx, b, coreErr, open.delivered)
+		}
 		record(ffi.SignalTraces, tracesErr)
 	}
-	if want&ffi.SignalMetrics != 0 {
-		record(ffi.SignalMetrics, metricsErr)
+	if want&ffi.SignalMetrics != 0 && res.HasMetrics {
+		record(ffi.SignalMetrics, r.consumeMetrics(ctx, res.Metrics))
+	}
+	// A signal without output (no trace asked, no ccache data) is done.
+	if want&ffi.SignalTraces != 0 && stream == nil {
+		record(ffi.SignalTraces, nil)
+	}
+	if want&ffi.SignalMetrics != 0 && !res.HasMetrics {
+		record(ffi.SignalMetrics, nil)
 	}
 
 	if retry && r.ledger.retryLater(b.Dir, delivered, progress) {
@@ -94,6 +101,25 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	}
 	r.telemetry.build(ctx, outcomeDelivered)
 	r.ledger.settle(ctx, b, checkpoint.Delivered, delivered)
+	return true
+}
+
+// unreadable settles a build the core could not read (or stopped reading
+// in the middle of its trace): a warning, a parse failure counted, the
+// build checkpointed as failed. A cancelled call (shutdown) settles
+// nothing: the build is taken up again after a restart.
+func (r *compiletoolsReceiver) unreadable(ctx context.Context, b discovery.Build, err error, delivered ffi.Signals) bool {
+	code := ffi.CodeOf(err)
+	if code == ffi.CodeCancelled {
+		return true
+	}
+	r.logger.Warn("cannot read build; skipping it",
+		zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
+		zap.String("reason", code.String()),
+		zap.Error(err))
+	r.telemetry.parseFailure(ctx, code.String())
+	r.telemetry.build(ctx, outcomeFailed)
+	r.ledger.settle(ctx, b, checkpoint.Failed, delivered)
 	return true
 }
 

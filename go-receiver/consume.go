@@ -2,6 +2,7 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -26,8 +27,9 @@ func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
 }
 
 // traceProgress is how far the delivery of one trace got: the number of
-// its requests (splitTraces' cut) the traces consumer accepted, and what
-// identifies the cut, so a re-read that would cut differently starts over.
+// its requests (the core's chunks, or splitTraces' cut of a CAS snapshot)
+// the traces consumer accepted, and what identifies the cut, so a re-read
+// that would cut differently starts over.
 type traceProgress struct {
 	requests int
 	spans    int
@@ -94,4 +96,76 @@ func firstTraceID(td ptrace.Traces) pcommon.TraceID {
 		}
 	}
 	return pcommon.TraceID{}
+}
+
+// consumeTraceStream hands a build's trace to the traces consumer as the
+// core's chunks (each at most max_request_spans spans), in order, each
+// inside its own ObsReport operation, and stops at the first error. The
+// core encodes chunk k+1 on another goroutine while chunk k is decoded
+// and consumed, so at most three chunks exist at once (one being encoded,
+// one waiting, one as pdata); the whole trace never does. Chunks an
+// earlier attempt of the same cut delivered (done) are neither encoded nor
+// sent again. It returns the progress made, done included, and the error
+// that stopped it: a consumer's, or an *ffi.Error when the core failed
+// (a panic, a cancelled call) or a chunk did not decode.
+func (r *compiletoolsReceiver) consumeTraceStream(ctx context.Context, stream *ffi.TraceStream, done traceProgress) (traceProgress, error) {
+	progress := traceProgress{spans: int(stream.Info.Spans), traceID: stream.Info.TraceID}
+	if done.spans == progress.spans && done.traceID == progress.traceID {
+		progress.requests = done.requests
+	}
+	type encoded struct {
+		raw *ffi.RawChunk
+		err error
+	}
+	chunks := make(chan encoded, 1)
+	ectx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(chunks)
+		for k := progress.requests; k < stream.Info.Chunks; k++ {
+			raw, err := stream.Encode(ectx, k)
+			select {
+			case chunks <- encoded{raw, err}:
+			case <-ectx.Done():
+				if raw != nil {
+					raw.Free()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// On every way out: stop the encoder, free what it made, and wait for
+	// it, so the caller may close the stream.
+	defer func() {
+		stop()
+		for c := range chunks {
+			if c.raw != nil {
+				c.raw.Free()
+			}
+		}
+		wg.Wait()
+	}()
+	for c := range chunks {
+		if c.err != nil {
+			return progress, c.err
+		}
+		td, err := c.raw.Decode()
+		c.raw.Free()
+		if err != nil {
+			return progress, err
+		}
+		octx := r.obsTraces.StartTracesOp(ctx)
+		err = r.traces.ConsumeTraces(octx, td)
+		r.obsTraces.EndTracesOp(octx, dataFormat, td.SpanCount(), err)
+		if err != nil {
+			return progress, err
+		}
+		progress.requests++
+	}
+	return progress, nil
 }

@@ -50,6 +50,9 @@ type Request struct {
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool
+	// forcePanicInChunk makes the core panic while encoding chunk 1 of a
+	// stream (tests only).
+	forcePanicInChunk bool
 }
 
 // VCS is what the receiver read from the build's git work tree.

@@ -36,6 +36,13 @@
 #define CT_FLAG_FORCE_PANIC 2147483648
 
 /**
+ * Flag of `CtBuildRequest.flags` (test hook): `ct_build_stream_chunk`
+ * panics for chunk 1, to prove a panic in the middle of a stream is an
+ * error code and the handle still closes.
+ */
+#define CT_FLAG_FORCE_PANIC_IN_CHUNK 1073741824
+
+/**
  * A kind of CAS store. The declaration order is the order compiletools
  * uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
  * derived `Ord` follows it. The discriminants are the C ABI's numbers:
@@ -112,6 +119,11 @@ typedef enum CtErrorCode CtErrorCode;
 typedef int32_t CtErrorCode;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * Opaque handle: one build's trace, encoded a chunk at a time.
+ */
+typedef struct CtBuildStream CtBuildStream;
 
 /**
  * Opaque cancel token shared between a Go goroutine and a running call.
@@ -323,6 +335,23 @@ typedef struct {
 } CtCasResult;
 
 /**
+ * What identifies a stream's cut: spans in all, chunks, the trace id.
+ */
+typedef struct {
+  uint64_t spans;
+  uint64_t chunks;
+  uint8_t trace_id[16];
+} CtTraceStreamInfo;
+
+/**
+ * One chunk: `ExportTraceServiceRequest` bytes, or the error message.
+ */
+typedef struct {
+  CtBuffer traces;
+  CtBuffer error_message;
+} CtChunkResult;
+
+/**
  * The resource keys of this module, in the order they are written.
  */
 #define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
@@ -433,6 +462,69 @@ int32_t ct_scan_cas(const CtCasRequest *req,
  * `res` must be null or point to a result filled by `ct_scan_cas`.
  */
 void ct_cas_result_free(CtCasResult *res);
+
+/**
+ * Reads one build like `ct_process_build`, but leaves `out->traces` empty:
+ * when traces were asked for, `*stream` receives a handle whose chunks
+ * hold at most `max_chunk_spans` spans each (0: one chunk). `out` is
+ * always written and must be freed with `ct_build_result_free`; `*stream`
+ * is always written (null on error or without traces) and a non-null
+ * handle must be closed with `ct_build_stream_close`.
+ *
+ * # Safety
+ * As `ct_process_build`; `stream` must be valid for writing a pointer.
+ */
+int32_t ct_build_open(const CtBuildRequest *req,
+                      uint64_t max_chunk_spans,
+                      const CtCancel *cancel,
+                      CtBuildResult *out,
+                      CtBuildStream **stream);
+
+/**
+ * Writes what identifies the stream's cut into `info` (zeros for a null
+ * stream).
+ *
+ * # Safety
+ * `stream` must be null or a live handle; `info` must be writable or null.
+ */
+void ct_build_stream_info(const CtBuildStream *stream, CtTraceStreamInfo *info);
+
+/**
+ * Encodes chunk `index` into `out->traces`. Returns 0, or a non-zero code
+ * with `out->error_message` set (`InvalidRequest` past the last chunk,
+ * `Cancelled`, `Panic`). `out` is always written and must be freed with
+ * `ct_chunk_result_free`. Chunks of one handle may be asked for from one
+ * thread at a time or several: encoding only reads the handle.
+ *
+ * # Safety
+ * `stream` must be null or a live handle; `out` as in `ct_process_build`.
+ */
+int32_t ct_build_stream_chunk(const CtBuildStream *stream,
+                              uint64_t index,
+                              const CtCancel *cancel,
+                              CtChunkResult *out);
+
+/**
+ * Frees the buffers of a chunk result; safe to call twice.
+ *
+ * # Safety
+ * `res` must be null or point to a result written by `ct_build_stream_chunk`.
+ */
+void ct_chunk_result_free(CtChunkResult *res);
+
+/**
+ * Frees a handle from `ct_build_open` and the build it holds.
+ *
+ * # Safety
+ * `stream` must be null or a handle from `ct_build_open`, closed at most
+ * once, with no `ct_build_stream_chunk` call running on it.
+ */
+void ct_build_stream_close(CtBuildStream *stream);
+
+/**
+ * Handles opened and not closed yet, in this process (leak checks).
+ */
+uint64_t ct_build_streams_open(void);
 
 #ifdef __cplusplus
 }  // extern "C"

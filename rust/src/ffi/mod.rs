@@ -14,6 +14,7 @@ mod buffer;
 mod cas;
 mod export;
 mod guard;
+mod stream;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
@@ -26,6 +27,7 @@ use crate::pipeline::process_build;
 use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary, Vcs};
 
 pub use abi::ct_header_sha256;
+pub use stream::{CtBuildStream, CtChunkResult, CtTraceStreamInfo, CT_FLAG_FORCE_PANIC_IN_CHUNK};
 
 /// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
 pub const CT_SIGNAL_TRACES: u32 = 1;
@@ -306,17 +308,17 @@ pub(crate) fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>, String
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn view(b: &[u8]) -> CtByteView {
+    pub(super) fn view(b: &[u8]) -> CtByteView {
         CtByteView {
             ptr: b.as_ptr(),
             len: b.len(),
         }
     }
 
-    fn request(dir: &[u8], flags: u32) -> CtBuildRequest {
+    pub(super) fn request(dir: &[u8], flags: u32) -> CtBuildRequest {
         let empty = CtByteView {
             ptr: std::ptr::null(),
             len: 0,

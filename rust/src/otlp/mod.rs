@@ -16,6 +16,7 @@ pub mod scope;
 pub mod semconv;
 pub mod snapshot;
 pub mod trace;
+mod wire;
 
 pub use analytics::analytics_root_attributes;
 pub use cas::{
@@ -28,5 +29,5 @@ pub use root::{ccache_attributes, root_attributes, root_attributes_with_ccache};
 pub use snapshot::{snapshot_scope_spans, SnapshotInput};
 pub use trace::{
     build_trace_request, build_trace_request_with, encode_trace_request, encode_trace_request_into,
-    encode_trace_request_with, TraceInput, TraceStats,
+    encode_trace_request_with, TraceChunks, TraceInput, TraceParts, TraceStats,
 };

@@ -21,6 +21,7 @@ use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::ids;
 use crate::input::InvocationDir;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
@@ -28,7 +29,7 @@ use crate::otlp::semconv;
 use crate::otlp::{
     analytics_root_attributes, build_resource, encode_metrics_request, encode_trace_request_into,
     root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput,
-    TraceInput, TraceStats,
+    TraceChunks, TraceInput, TraceParts, TraceStats,
 };
 use crate::outcomes;
 use crate::request::{BuildOutput, BuildRequest, Summary};
@@ -63,6 +64,83 @@ impl Wanted {
 
 /// Reads the build in `req.invocation_dir` and returns its OTLP requests.
 pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOutput, Error> {
+    let mut output = BuildOutput::default();
+    let read = read_build(req, cancel, &mut output)?;
+    if let Some(mut t) = read.trace {
+        // The text's buffer becomes the output buffer: already resident,
+        // about the right size, and text and output never occupy memory
+        // side by side (peak RSS, DESIGN §7).
+        let buf = t.spare.take().unwrap_or_default();
+        let mut warnings = std::mem::replace(&mut t.warnings, Warnings::new());
+        let (bytes, stats) = encode_trace(req, &t, buf, &mut warnings);
+        output.traces = Some(bytes);
+        set_trace_stats(&mut output.summary, stats);
+        output.summary.warnings = warnings.into_lines();
+    }
+    Ok(output)
+}
+
+/// A build opened for streaming: its metrics and summary now, its trace
+/// as [`TraceChunks`] encoded one request at a time on demand.
+pub struct BuildStream {
+    /// Metrics bytes and the summary (trace counts and every warning
+    /// included: chunks add none); `traces` is always `None`.
+    pub output: BuildOutput,
+    /// The trace, when traces were asked for.
+    pub traces: Option<TraceChunks>,
+}
+
+/// [`process_build`] whose trace is not encoded: it comes as requests of
+/// at most `max_spans` spans (0: one request) from the returned
+/// [`TraceChunks`], which owns the build's model. The file text is freed
+/// right after decoding, so what stays is the model, the plan (24 bytes a
+/// span) and the request being encoded.
+pub fn open_build(req: &BuildRequest, cancel: &CancelToken, max_spans: usize) -> Result<BuildStream, Error> {
+    let mut output = BuildOutput::default();
+    let read = read_build(req, cancel, &mut output)?;
+    let mut traces = None;
+    if let Some(mut t) = read.trace {
+        t.spare = None;
+        let parts = trace_parts(req, t.build, t.ccache.as_ref(), t.snapshot, t.id, &mut t.warnings);
+        let chunks = TraceChunks::new(parts, max_spans, &mut t.warnings);
+        set_trace_stats(&mut output.summary, chunks.stats());
+        output.summary.warnings = t.warnings.into_lines();
+        traces = Some(chunks);
+    }
+    Ok(BuildStream { output, traces })
+}
+
+fn set_trace_stats(summary: &mut Summary, stats: TraceStats) {
+    summary.spans = stats.spans;
+    summary.unanchored_rules = stats.unanchored_rules;
+    summary.dropped_attributes = stats.dropped_attributes;
+}
+
+/// What is left to do for the trace once the build is read.
+struct TraceToDo {
+    build: Build,
+    /// The statslog with events (root attributes, attribution done).
+    ccache: Option<Statslog>,
+    /// Report the statslog as the `ct.ccache.snapshot` span.
+    snapshot: bool,
+    id: Identity,
+    /// The file text's buffer, for the whole-trace encoder to reuse.
+    spare: Option<Vec<u8>>,
+    warnings: Warnings,
+}
+
+struct ReadBuild {
+    trace: Option<TraceToDo>,
+}
+
+/// Steps 1–4 (module doc) and the metrics: fills `output`'s metrics and
+/// summary (warnings included when no trace is wanted) and returns what
+/// the trace still needs.
+fn read_build(
+    req: &BuildRequest,
+    cancel: &CancelToken,
+    output: &mut BuildOutput,
+) -> Result<ReadBuild, Error> {
     cancel.check()?;
     let path = req.invocation_dir.join(TIMING_FILE);
     let dir = InvocationDir::open(&req.invocation_dir).map_err(|source| Error::Io {
@@ -73,10 +151,8 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     let text = timing::load_in(Some(&dir), &path, &req.limits, &mut warnings)?;
     let mut build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
     let wanted = Wanted::of(req);
-    // The model owns its data, so the text is done with. When a trace is
-    // wanted, the text's buffer becomes its output buffer: already resident,
-    // about the right size, and text and output never occupy memory side by
-    // side (peak RSS, DESIGN §7). Otherwise it is freed now.
+    // The model owns its data, so the text is done with: kept only as a
+    // buffer the trace encoder may reuse, else freed now.
     let spare = if wanted.traces {
         Some(text.text.into_bytes())
     } else {
@@ -88,34 +164,33 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     let statslog = load_statslog(req, &dir, wanted, &mut warnings);
     // compiletools emits ccache data only when the statslog yielded at least
     // one event (spec §3.4, §3.5).
-    let ccache = statslog.as_ref().filter(|log| !log.is_empty());
+    let ccache = statslog.filter(|log| !log.is_empty());
     cancel.check()?;
 
-    let mut output = BuildOutput::default();
+    let mut trace = None;
     if wanted.traces || (wanted.metrics && ccache.is_some()) {
         let id = Identity::of(req, &build, &path, &mut warnings)?;
-        if let Some(log) = ccache.filter(|_| wanted.metrics) {
+        if let Some(log) = ccache.as_ref().filter(|_| wanted.metrics) {
             let (bytes, points) = encode_metrics(req, log, &id, &mut warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
         }
         if wanted.traces {
-            apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
+            apply_side_files(req, &dir, &mut build, ccache.as_ref(), &mut warnings);
             cancel.check()?;
-            let snapshot = ccache.filter(|_| wanted.snapshot);
-            let buf = spare.unwrap_or_default();
-            let (bytes, stats) = encode_trace(req, &build, ccache, snapshot, id, buf, &mut warnings);
-            output.traces = Some(bytes);
-            output.summary.spans = stats.spans;
-            output.summary.unanchored_rules = stats.unanchored_rules;
-            output.summary.dropped_attributes = stats.dropped_attributes;
+            trace = Some(TraceToDo {
+                build,
+                ccache,
+                snapshot: wanted.snapshot,
+                id,
+                spare,
+                warnings,
+            });
+            return Ok(ReadBuild { trace });
         }
     }
-    output.summary = Summary {
-        warnings: warnings.into_lines(),
-        ..output.summary
-    };
-    Ok(output)
+    output.summary.warnings = warnings.into_lines();
+    Ok(ReadBuild { trace })
 }
 
 /// What identifies one build and places it in time, shared by its trace and
@@ -172,50 +247,94 @@ fn encode_metrics(
     encode_metrics_request(input, warnings)
 }
 
-/// The trace: root attributes from the rules and the statslog, the build
-/// analytics on the root and the rules, plus the snapshot span when
-/// `snapshot` holds the statslog to report; written into `buf` (see
-/// [`encode_trace_request_into`]).
+/// The trace in one buffer, `buf` reused (see [`encode_trace_request_into`]).
 fn encode_trace(
     req: &BuildRequest,
-    build: &Build,
-    ccache: Option<&Statslog>,
-    snapshot: Option<&Statslog>,
-    id: Identity,
+    t: &TraceToDo,
     buf: Vec<u8>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
+    let snapshot = t.ccache.as_ref().filter(|_| t.snapshot);
+    let analytics = analytics::analyze(&t.build, &t.id.clock);
+    let root_attributes = trace_root_attributes(req, &t.build, t.ccache.as_ref(), &analytics);
+    let extra = snapshot_spans(req, snapshot, &t.id, warnings);
+    let input = TraceInput {
+        build: &t.build,
+        clock: &t.id.clock,
+        trace_id: t.id.trace_id,
+        resource: t.id.resource.clone(),
+        root_attributes,
+        max_attribute_len: req.limits.max_attribute_len,
+        analytics: Some(&analytics),
+        root_span_server: req.root_span_server,
+    };
+    encode_trace_request_into(input, &extra, buf, warnings)
+}
+
+/// The same trace as [`encode_trace`], its parts moved into a
+/// [`TraceParts`] for [`TraceChunks`].
+fn trace_parts(
+    req: &BuildRequest,
+    build: Build,
+    ccache: Option<&Statslog>,
+    snapshot: bool,
+    id: Identity,
+    warnings: &mut Warnings,
+) -> TraceParts {
+    let analytics = analytics::analyze(&build, &id.clock);
+    let root_attributes = trace_root_attributes(req, &build, ccache, &analytics);
+    let extra = snapshot_spans(req, ccache.filter(|_| snapshot), &id, warnings);
+    TraceParts {
+        build,
+        clock: id.clock,
+        analytics,
+        trace_id: id.trace_id,
+        resource: id.resource,
+        root_attributes,
+        max_attribute_len: req.limits.max_attribute_len,
+        root_span_server: req.root_span_server,
+        extra,
+    }
+}
+
+/// The root's attributes: aggregates from the rules and the statslog, the
+/// build analytics, the pipeline run keys.
+fn trace_root_attributes(
+    req: &BuildRequest,
+    build: &Build,
+    ccache: Option<&Statslog>,
+    analytics: &analytics::BuildAnalytics,
+) -> Vec<KeyValue> {
     let max_attribute_len = req.limits.max_attribute_len;
     let summary = ccache.map(Statslog::summary);
     let aggregates = aggregates::compute(build, summary.map(|s| s.hits()));
-    let analytics = analytics::analyze(build, &id.clock);
     let mut root_attributes = root_attributes_with_ccache(&aggregates, summary, max_attribute_len);
-    root_attributes.extend(analytics_root_attributes(&analytics, max_attribute_len));
+    root_attributes.extend(analytics_root_attributes(analytics, max_attribute_len));
     root_attributes.extend(semconv::root_attributes(build, max_attribute_len));
-    let extra: Vec<ScopeSpans> = snapshot
+    root_attributes
+}
+
+/// The `ct.ccache.snapshot` span's scope when `snapshot` holds the
+/// statslog to report.
+fn snapshot_spans(
+    req: &BuildRequest,
+    snapshot: Option<&Statslog>,
+    id: &Identity,
+    warnings: &mut Warnings,
+) -> Vec<ScopeSpans> {
+    snapshot
         .map(|log| {
             let input = SnapshotInput {
                 statslog: log,
                 trace_id: id.trace_id,
                 parent_span_id: ids::span_id(&id.trace_id, &[]),
                 time_unix_nano: id.end,
-                max_attribute_len,
+                max_attribute_len: req.limits.max_attribute_len,
             };
             snapshot_scope_spans(input, warnings)
         })
         .into_iter()
-        .collect();
-    let input = TraceInput {
-        build,
-        clock: &id.clock,
-        trace_id: id.trace_id,
-        resource: id.resource,
-        root_attributes,
-        max_attribute_len,
-        analytics: Some(&analytics),
-        root_span_server: req.root_span_server,
-    };
-    encode_trace_request_into(input, &extra, buf, warnings)
+        .collect()
 }
 
 /// The statslog of the build, if the receiver passed one and an output

@@ -8,5 +8,5 @@
 mod build;
 mod cas;
 
-pub use build::{process_build, TIMING_FILE};
+pub use build::{open_build, process_build, BuildStream, TIMING_FILE};
 pub use cas::scan_set;
