@@ -98,70 +98,77 @@ func firstTraceID(td ptrace.Traces) pcommon.TraceID {
 	return pcommon.TraceID{}
 }
 
+// decodeAhead is how many chunks are encoded and decoded ahead of the one
+// being consumed: the core encodes chunk k+2 while chunks k+1 and k+2 are
+// decoded on other goroutines and chunk k is consumed, so pdata decoding,
+// the Go side's largest cost, uses every core. At most decodeAhead+2
+// chunks exist at once, as bytes or pdata; the whole trace never does.
+const decodeAhead = 2
+
+// decodedChunk is one chunk as pdata, or why it is not.
+type decodedChunk struct {
+	td  ptrace.Traces
+	err error
+}
+
 // consumeTraceStream hands a build's trace to the traces consumer as the
 // core's chunks (each at most max_request_spans spans), in order, each
-// inside its own ObsReport operation, and stops at the first error. The
-// core encodes chunk k+1 on another goroutine while chunk k is decoded
-// and consumed, so at most three chunks exist at once (one being encoded,
-// one waiting, one as pdata); the whole trace never does. Chunks an
-// earlier attempt of the same cut delivered (done) are neither encoded nor
-// sent again. It returns the progress made, done included, and the error
-// that stopped it: a consumer's, or an *ffi.Error when the core failed
-// (a panic, a cancelled call) or a chunk did not decode.
+// inside its own ObsReport operation, and stops at the first error.
+// Chunks an earlier attempt of the same cut delivered (done) are neither
+// encoded nor sent again. It returns the progress made, done included,
+// and the error that stopped it: a consumer's, or an *ffi.Error when the
+// core failed (a panic, a cancelled call) or a chunk did not decode.
 func (r *compiletoolsReceiver) consumeTraceStream(ctx context.Context, stream *ffi.TraceStream, done traceProgress) (traceProgress, error) {
 	progress := traceProgress{spans: int(stream.Info.Spans), traceID: stream.Info.TraceID}
 	if done.spans == progress.spans && done.traceID == progress.traceID {
 		progress.requests = done.requests
 	}
-	type encoded struct {
-		raw *ffi.RawChunk
-		err error
-	}
-	chunks := make(chan encoded, 1)
+	// In chunk order: each chunk's decode result, filled by its own
+	// goroutine; the channel's capacity bounds the chunks in flight.
+	pending := make(chan chan decodedChunk, decodeAhead)
 	ectx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer close(chunks)
-		for k := progress.requests; k < stream.Info.Chunks; k++ {
+		defer close(pending)
+		for k := progress.requests; k < stream.Info.Chunks && ectx.Err() == nil; k++ {
+			result := make(chan decodedChunk, 1)
 			raw, err := stream.Encode(ectx, k)
-			select {
-			case chunks <- encoded{raw, err}:
-			case <-ectx.Done():
-				if raw != nil {
+			if err != nil {
+				result <- decodedChunk{err: err}
+			} else {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					td, err := raw.Decode()
 					raw.Free()
-				}
-				return
+					result <- decodedChunk{td, err}
+				}()
 			}
+			pending <- result
 			if err != nil {
 				return
 			}
 		}
 	}()
-	// On every way out: stop the encoder, free what it made, and wait for
-	// it, so the caller may close the stream.
+	// On every way out: stop encoding, let the decodes in flight finish
+	// (each frees its chunk) and wait for them, so the caller may close
+	// the stream.
 	defer func() {
 		stop()
-		for c := range chunks {
-			if c.raw != nil {
-				c.raw.Free()
-			}
+		for range pending {
 		}
 		wg.Wait()
 	}()
-	for c := range chunks {
+	for result := range pending {
+		c := <-result
 		if c.err != nil {
 			return progress, c.err
 		}
-		td, err := c.raw.Decode()
-		c.raw.Free()
-		if err != nil {
-			return progress, err
-		}
 		octx := r.obsTraces.StartTracesOp(ctx)
-		err = r.traces.ConsumeTraces(octx, td)
-		r.obsTraces.EndTracesOp(octx, dataFormat, td.SpanCount(), err)
+		err := r.traces.ConsumeTraces(octx, c.td)
+		r.obsTraces.EndTracesOp(octx, dataFormat, c.td.SpanCount(), err)
 		if err != nil {
 			return progress, err
 		}

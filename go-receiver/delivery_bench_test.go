@@ -37,6 +37,10 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := testConfig(b.TempDir())
 			cfg.MaxRequestSpans = bc.maxSpans
+			// A 1M-rule build (609 MB) passes too: its peak RSS is the
+			// point of streaming (README, Large builds).
+			cfg.Limits.MaxFileSize = 1 << 30
+			cfg.Limits.MaxEvents = 2_000_000
 			r, _ := pollableReceiver(b, cfg, consumertest.NewNop())
 			ctx := context.Background()
 			req := r.request(ctx, discovery.Build{Dir: dir}, ffi.SignalTraces, openBuild{})
