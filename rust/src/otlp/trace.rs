@@ -1076,7 +1076,7 @@ mod tests {
     fn parts_clone(p: &TraceParts) -> TraceParts {
         TraceParts {
             build: p.build.clone(),
-            clock: p.clock.clone(),
+            clock: p.clock,
             analytics: p.analytics.clone(),
             trace_id: p.trace_id,
             resource: p.resource.clone(),
