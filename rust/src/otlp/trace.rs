@@ -139,10 +139,10 @@ pub fn encode_trace_request_with(
 }
 
 /// [`encode_trace_request_with`] into `buf`, whose contents are discarded
-/// and whose memory is reused: the pipeline passes the buffer of the file
-/// text it no longer needs, which is already resident (no page faults while
-/// writing) and usually larger than the output. Its capacity is also the
-/// size estimate; what remains unused at the end is given back.
+/// and whose memory is reused. Its capacity is also the size estimate;
+/// what remains unused at the end is given back. (The pipeline used to
+/// pass the file text's buffer; since the output outgrew the text it
+/// reserves a fresh one, see `pipeline/build.rs`.)
 pub fn encode_trace_request_into(
     input: TraceInput,
     extra: &[ScopeSpans],
