@@ -23,6 +23,7 @@ pub mod cas;
 pub mod error;
 #[allow(unsafe_code)] // the C ABI: raw pointers from Go
 pub mod ffi;
+pub mod history;
 pub mod ids;
 pub mod input;
 pub mod otlp;

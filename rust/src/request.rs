@@ -78,6 +78,10 @@ pub struct BuildRequest {
     /// Kind of the root span: INTERNAL as ct-cake, or SERVER as the CI/CD
     /// conventions want a pipeline run.
     pub root_span_server: bool,
+    /// The receiver's compile history (time saved, duration deltas); the
+    /// build is evaluated against it and staged under its invocation
+    /// directory until the receiver commits it. `None`: no history numbers.
+    pub history: Option<std::sync::Arc<crate::history::History>>,
 }
 
 /// What the receiver knows of the source tree's version control; an empty
@@ -110,6 +114,7 @@ impl BuildRequest {
             pipeline_name: String::new(),
             vcs: Vcs::default(),
             root_span_server: false,
+            history: None,
         }
     }
 }

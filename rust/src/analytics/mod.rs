@@ -16,13 +16,11 @@
 //! A build without any counted rule (cmake and bazel record none, a no-op
 //! build runs none) has no analytics at all: no value beats a made-up one.
 //!
-//! Extending: per-target history (time saved by a cache hit, duration
-//! regressions) needs the receiver's memory of earlier builds. It is meant
-//! to come in through the [`crate::request::BuildRequest`] as a table keyed
-//! by `ct.target` and be joined here, by rule index, into further optional
-//! fields of [`RuleFacts`] and [`BuildSummary`]; the rule index and
-//! [`RuleFacts`] lookup by event are the extension points. Nothing of it is
-//! computed yet, and nothing is emitted for it.
+//! Per-target history (time saved by a cache hit, duration regressions)
+//! needs the receiver's memory of earlier builds: [`crate::history`]
+//! computes it and the pipeline attaches it here
+//! ([`BuildAnalytics::with_history`]), so the trace finds every analytics
+//! number of a rule in one place.
 
 pub mod critical_path;
 mod order;
@@ -107,6 +105,9 @@ pub struct BuildAnalytics {
     on_critical_path: Vec<bool>,
     /// `None` when no rule counted.
     summary: Option<BuildSummary>,
+    /// What the receiver's compile history gives this build (time saved,
+    /// duration deltas); `None` without a history.
+    history: Option<crate::history::HistoryFacts>,
 }
 
 const NOT_COUNTED: u32 = u32::MAX;
@@ -125,6 +126,16 @@ impl BuildAnalytics {
     /// The root's analytics; `None` when the build has no counted rule.
     pub fn summary(&self) -> Option<&BuildSummary> {
         self.summary.as_ref()
+    }
+
+    /// These analytics with the history's numbers of the same build.
+    pub fn with_history(self, history: Option<crate::history::HistoryFacts>) -> Self {
+        Self { history, ..self }
+    }
+
+    /// The history's numbers of the build; `None` without a history.
+    pub fn history(&self) -> Option<&crate::history::HistoryFacts> {
+        self.history.as_ref()
     }
 }
 
@@ -186,6 +197,7 @@ pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
         weighted_s: swept.weighted_s,
         on_critical_path,
         summary: Some(summary),
+        history: None,
     }
 }
 

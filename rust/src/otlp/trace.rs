@@ -323,6 +323,9 @@ impl SpanWriter<'_> {
         if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
             push_rule_attributes(&mut a, facts);
         }
+        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
+            super::history::push_rule_history_attributes(&mut a, h);
+        }
         semconv::push_rule_attributes(&mut a, event);
         let (attributes, spare, dropped) = a.finish_recycling();
         self.scratch.attributes = attributes;

@@ -16,6 +16,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use super::history;
 use crate::analytics;
 use crate::cancel::CancelToken;
 use crate::error::Error;
@@ -24,6 +25,8 @@ use crate::input::InvocationDir;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
+use crate::history::HistoryFacts;
+use crate::otlp::history::history_root_attributes;
 use crate::otlp::semconv;
 use crate::otlp::{
     analytics_root_attributes, build_resource, encode_metrics_request, encode_trace_request_into,
@@ -92,19 +95,40 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     cancel.check()?;
 
     let mut output = BuildOutput::default();
-    if wanted.traces || (wanted.metrics && ccache.is_some()) {
+    // The compile history needs the rules' cache layers (side files), for
+    // the trace's attributes or the time-saved metric.
+    let history = req.history.as_deref().filter(|_| wanted.traces || wanted.metrics);
+    if wanted.traces || (wanted.metrics && ccache.is_some()) || history.is_some() {
         let id = Identity::of(req, &build, &path, &mut warnings)?;
+        if wanted.traces || history.is_some() {
+            apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
+            cancel.check()?;
+        }
+        let history = history.map(|h| {
+            history::evaluate(
+                h,
+                &build,
+                &id.clock,
+                &req.host_name,
+                &id.trace_id,
+                &req.invocation_dir,
+            )
+        });
         if let Some(log) = ccache.filter(|_| wanted.metrics) {
             let (bytes, points) = encode_metrics(req, log, &id, &mut warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
         }
+        if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
+            let max = req.limits.max_attribute_len;
+            let resource = with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max);
+            output.summary.metric_points +=
+                history::append_time_saved(&mut output.metrics, facts, resource, (id.start, id.end), max);
+        }
         if wanted.traces {
-            apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
-            cancel.check()?;
             let snapshot = ccache.filter(|_| wanted.snapshot);
             let buf = spare.unwrap_or_default();
-            let (bytes, stats) = encode_trace(req, &build, ccache, snapshot, id, buf, &mut warnings);
+            let (bytes, stats) = encode_trace(req, &build, ccache, snapshot, id, buf, history, &mut warnings);
             output.traces = Some(bytes);
             output.summary.spans = stats.spans;
             output.summary.unanchored_rules = stats.unanchored_rules;
@@ -173,9 +197,12 @@ fn encode_metrics(
 }
 
 /// The trace: root attributes from the rules and the statslog, the build
-/// analytics on the root and the rules, plus the snapshot span when
+/// analytics (with the history's numbers, if any) on the root and the
+/// rules, plus the snapshot span when
 /// `snapshot` holds the statslog to report; written into `buf` (see
 /// [`encode_trace_request_into`]).
+// Each argument is one input of the trace, passed straight through.
+#[allow(clippy::too_many_arguments)]
 fn encode_trace(
     req: &BuildRequest,
     build: &Build,
@@ -183,14 +210,18 @@ fn encode_trace(
     snapshot: Option<&Statslog>,
     id: Identity,
     buf: Vec<u8>,
+    history: Option<HistoryFacts>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
     let max_attribute_len = req.limits.max_attribute_len;
     let summary = ccache.map(Statslog::summary);
     let aggregates = aggregates::compute(build, summary.map(|s| s.hits()));
-    let analytics = analytics::analyze(build, &id.clock);
+    let analytics = analytics::analyze(build, &id.clock).with_history(history);
     let mut root_attributes = root_attributes_with_ccache(&aggregates, summary, max_attribute_len);
     root_attributes.extend(analytics_root_attributes(&analytics, max_attribute_len));
+    if let Some(h) = analytics.history() {
+        root_attributes.extend(history_root_attributes(h.summary(), max_attribute_len));
+    }
     root_attributes.extend(semconv::root_attributes(build, max_attribute_len));
     let extra: Vec<ScopeSpans> = snapshot
         .map(|log| {

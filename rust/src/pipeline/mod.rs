@@ -7,6 +7,7 @@
 
 mod build;
 mod cas;
+mod history;
 
 pub use build::{process_build, TIMING_FILE};
 pub use cas::scan_set;
