@@ -108,6 +108,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		VCS:            open.vcs,
 		PipelineName:   r.pipelineName(b, open.workTree),
 		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
+		History:        r.history.handle(),
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
 		Limits: ffi.Limits{

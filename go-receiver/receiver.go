@@ -44,6 +44,7 @@ type compiletoolsReceiver struct {
 	capturer  *capture.Capturer
 	live      *liveCapture
 	telemetry *selfTelemetry
+	history   *buildHistory // nil: history disabled
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
 	// casFailingPools are the CAS pools whose listing failed and was
@@ -182,6 +183,11 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 	}
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
+	if r.history, err = openHistory(ctx, r.cfg.History, store, r.logger); err != nil {
+		_ = store.Close(ctx)
+		return err
+	}
+	r.ledger.history = r.history
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}
 	r.casWarned = map[string]map[string]bool{}
@@ -239,6 +245,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			}
 		}
 		r.telemetry.shutdown()
+		r.history.close()
 		err = r.ledger.close(ctx)
 	})
 	return err

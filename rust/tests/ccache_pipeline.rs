@@ -450,6 +450,7 @@ fn ffi_returns_metrics_and_points() {
             vcs_ref_head_type: empty,
             vcs_repository_url_full: empty,
             vcs_provider_name: empty,
+            history: std::ptr::null(),
         };
         let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
         // SAFETY: every view outlives the call; out is written by the call.

@@ -47,6 +47,9 @@ type Request struct {
 	VCS VCS
 	// RootSpanServer makes the root span SERVER instead of INTERNAL.
 	RootSpanServer bool
+	// History, when set, gives the build its compile-history numbers and
+	// stages what it adds until History.Commit(InvocationDir).
+	History *History
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool

@@ -125,6 +125,11 @@ typedef struct CtCancel CtCancel;
 typedef struct CtCasCache CtCasCache;
 
 /**
+ * Opaque compile history shared by the builds in flight.
+ */
+typedef struct CtHistory CtHistory;
+
+/**
  * Borrowed bytes owned by the caller; `ptr` may be null when `len` is 0.
  */
 typedef struct {
@@ -178,6 +183,11 @@ typedef struct {
   CtByteView vcs_ref_head_type;
   CtByteView vcs_repository_url_full;
   CtByteView vcs_provider_name;
+  /**
+   * The receiver's compile history (`ct_history_new`), or null: the
+   * build is evaluated against it and staged until `ct_history_commit`.
+   */
+  const CtHistory *history;
 } CtBuildRequest;
 
 /**
@@ -323,6 +333,26 @@ typedef struct {
 } CtCasResult;
 
 /**
+ * Size of a history (`ct_history_footprint`).
+ */
+typedef struct {
+  uint64_t targets;
+  uint64_t compiles;
+  /**
+   * Estimated heap bytes of the targets.
+   */
+  uint64_t bytes;
+  /**
+   * Builds evaluated and not committed yet.
+   */
+  uint64_t staged_builds;
+  /**
+   * Targets forgotten to stay within `max_targets`.
+   */
+  uint64_t evicted;
+} CtHistoryFootprint;
+
+/**
  * The resource keys of this module, in the order they are written.
  */
 #define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
@@ -433,6 +463,82 @@ int32_t ct_scan_cas(const CtCasRequest *req,
  * `res` must be null or point to a result filled by `ct_scan_cas`.
  */
 void ct_cas_result_free(CtCasResult *res);
+
+/**
+ * A new, empty history keeping at most `max_targets` targets (least
+ * recently used forgotten first) and the last `window` compiles of each
+ * (the median's K; clamped to 1..=254). Free it with `ct_history_free`;
+ * null if making it failed.
+ */
+CtHistory *ct_history_new(uint64_t max_targets, uint32_t window);
+
+/**
+ * Frees a history from `ct_history_new`; no call may still use it.
+ *
+ * # Safety
+ * `history` must be null or come from `ct_history_new`, freed at most once.
+ */
+void ct_history_free(CtHistory *history);
+
+/**
+ * Applies what the build staged under `build_id` (its invocation directory
+ * as given in its request) when it was processed; returns how many rules
+ * it recorded or touched (0: nothing staged, or a null history).
+ *
+ * # Safety
+ * `history` must be null or live; `build_id` valid for its length.
+ */
+uint64_t ct_history_commit(const CtHistory *history, CtByteView build_id);
+
+/**
+ * Drops what the build staged under `build_id`; returns 1 if there was
+ * anything, else 0.
+ *
+ * # Safety
+ * As `ct_history_commit`.
+ */
+uint32_t ct_history_discard(const CtHistory *history, CtByteView build_id);
+
+/**
+ * Writes the committed history as bytes into `out` (a buffer freed with
+ * `ct_buffer_free`). Returns 0, or a non-zero `CtErrorCode` with `out`
+ * left empty.
+ *
+ * # Safety
+ * `history` must be null or live; `out` must be valid for writing.
+ */
+int32_t ct_history_save(const CtHistory *history, CtBuffer *out);
+
+/**
+ * Adds saved bytes to the history; `*restored` gets the number of targets
+ * they held. Returns 0, or a non-zero `CtErrorCode` (malformed bytes: the
+ * history is unchanged) with the reason in `error_message` (freed with
+ * `ct_buffer_free`).
+ *
+ * # Safety
+ * `history` must be null or live; `bytes` valid for its length;
+ * `restored` and `error_message` null or valid for writing.
+ */
+int32_t ct_history_restore(const CtHistory *history,
+                           CtByteView bytes,
+                           uint64_t *restored,
+                           CtBuffer *error_message);
+
+/**
+ * The size of a history (zeros for a null one).
+ *
+ * # Safety
+ * `history` must be null or live.
+ */
+CtHistoryFootprint ct_history_footprint(const CtHistory *history);
+
+/**
+ * Frees a buffer a history call returned; safe to call twice.
+ *
+ * # Safety
+ * `buffer` must be null or filled by `ct_history_save` / `ct_history_restore`.
+ */
+void ct_buffer_free(CtBuffer *buffer);
 
 #ifdef __cplusplus
 }  // extern "C"

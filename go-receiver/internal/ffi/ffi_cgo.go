@@ -46,6 +46,9 @@ func Process(ctx context.Context, req Request) (Result, error) {
 			vcs_repository_url_full: s.view(req.VCS.RepositoryURLFull),
 			vcs_provider_name:       s.view(req.VCS.ProviderName),
 		}
+		history, releaseHistory := req.History.acquire()
+		defer releaseHistory()
+		creq.history = history
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)
 		code := C.ct_process_build(&creq, s.token, &out)

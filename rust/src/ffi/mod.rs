@@ -14,11 +14,13 @@ mod buffer;
 mod cas;
 mod export;
 mod guard;
+mod history;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
 pub use cas::{CtCasCache, CtCasCacheFootprint, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
+pub use history::{CtHistory, CtHistoryFootprint};
 
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
@@ -76,6 +78,9 @@ pub struct CtBuildRequest {
     pub vcs_ref_head_type: CtByteView,
     pub vcs_repository_url_full: CtByteView,
     pub vcs_provider_name: CtByteView,
+    /// The receiver's compile history (`ct_history_new`), or null: the
+    /// build is evaluated against it and staged until `ct_history_commit`.
+    pub history: *const CtHistory,
 }
 
 /// Counts about one processed build.
@@ -256,6 +261,9 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
         repository_url_full: text_of(repo_url),
         provider_name: text_of(provider),
     };
+    // SAFETY: the caller guarantees the handle is live or null; the clone
+    // keeps the history alive for the call whatever happens to the handle.
+    request.history = unsafe { req.history.as_ref() }.map(|h| std::sync::Arc::clone(&h.history));
     Ok(request)
 }
 
@@ -337,6 +345,7 @@ mod tests {
             vcs_ref_head_type: empty,
             vcs_repository_url_full: empty,
             vcs_provider_name: empty,
+            history: std::ptr::null(),
         }
     }
 
