@@ -83,7 +83,11 @@ func (h *buildHistory) save(ctx context.Context) {
 	}
 	if err != nil {
 		h.logger.Warn("cannot save the compile history; builds since the last save are forgotten on a restart", zap.Error(err))
+		return
 	}
+	f := h.footprint()
+	h.logger.Debug("compile history saved", zap.Int("bytes", len(b)), zap.Uint64("targets", f.Targets),
+		zap.Uint64("heap_bytes", f.Bytes), zap.Uint64("evicted", f.Evicted))
 }
 
 // footprint reports what the history holds (zeros when disabled).
