@@ -20,7 +20,10 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use compiletools_core::history::{History, HistoryConfig};
+use compiletools_core::history::{BuildKey, History, HistoryConfig};
+use compiletools_core::timing::{self, Clock};
+use compiletools_core::warnings::Warnings;
+use compiletools_core::Limits;
 use compiletools_core::{process_build, BuildRequest, CancelToken, Signals};
 
 struct Counting;
@@ -149,6 +152,23 @@ fn history_memory_and_cost() {
             stats = Some(out.summary.spans);
         }));
     }
+    // The evaluation alone, on a model decoded once.
+    let build = {
+        let path = later.join("timing.json");
+        let mut w = Warnings::new();
+        let text = timing::load(&path, &Limits::default(), &mut w).unwrap();
+        timing::decode::decode(&text.text, &path, &Limits::default(), &cancel, &mut w).unwrap()
+    };
+    let clock = Clock::for_build(&build).unwrap();
+    let key = BuildKey::new(clock.root_interval().0, &[7; 16]);
+    let mut evaluate = Duration::MAX;
+    for _ in 0..rounds {
+        evaluate = evaluate.min(time(|| {
+            drop(history.evaluate(&build, &clock, "bench-host", key, "eval"))
+        }));
+    }
+    history.discard("eval");
+    println!("evaluate alone: {:.1} ms", ms(evaluate));
     let commit = time(|| {
         history.commit(&later.to_string_lossy());
     });

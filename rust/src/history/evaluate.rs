@@ -117,23 +117,48 @@ impl PartialEq for HistoryFacts {
 }
 
 /// What a build adds to the history once it is committed: every target it
-/// touched, with the duration of the compile where one ran.
+/// touched, with the duration of the compile where one ran. The paths are
+/// kept in one string (no allocation per rule of a 100k-rule build).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Staged {
     pub build: BuildKey,
-    pub touched: Vec<(Box<str>, Option<i64>)>,
+    /// Host NUL variant.
+    pub scope: String,
+    paths: String,
+    /// Per touched target: its path's end in `paths` (each starts where
+    /// the previous one ended) and the compile's duration, or
+    /// [`NOT_COMPILED`] for a hit.
+    touched: Vec<(usize, i64)>,
 }
 
-/// The history key of a target: host, variant and target, NUL-separated
-/// (none of them can contain a NUL: they come from JSON strings and the
-/// host name).
-pub(super) fn target_key(out: &mut String, host: &str, variant: &str, target: &str) {
-    out.clear();
-    out.push_str(host);
-    out.push('\0');
-    out.push_str(variant);
-    out.push('\0');
-    out.push_str(target);
+/// Duration slot of a staged hit.
+const NOT_COMPILED: i64 = i64::MIN;
+
+impl Staged {
+    fn push(&mut self, path: &str, duration_ns: Option<i64>) {
+        self.paths.push_str(path);
+        self.touched
+            .push((self.paths.len(), duration_ns.unwrap_or(NOT_COMPILED)));
+    }
+
+    /// Every touched target: its path and the compile's duration, if one ran.
+    pub fn touched(&self) -> impl Iterator<Item = (&str, Option<i64>)> {
+        let mut start = 0;
+        self.touched.iter().map(move |&(end, d)| {
+            let path = self.paths.get(start..end).unwrap_or("");
+            start = end;
+            (path, (d != NOT_COMPILED).then_some(d))
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.touched.len()
+    }
+}
+
+/// The scope of a build's targets: host and variant, NUL-separated.
+pub(super) fn scope_of(host: &str, variant: &str) -> String {
+    format!("{host}\0{variant}")
 }
 
 /// Looks every counted rule of `build` up in `targets` (read only) and
@@ -150,23 +175,25 @@ pub(super) fn evaluate(
     let mut by_slot = vec![[f64::NAN; 2]; build.event_count()];
     let mut staged = Staged {
         build: key,
-        touched: Vec::new(),
+        scope: scope_of(host, &build.variant),
+        ..Staged::default()
     };
+    // A scope never seen has no targets yet: every lookup misses.
+    let scope = targets.scope_id(&staged.scope);
     let mut summary = HistorySummary::default();
     let mut saved_by_layer: Vec<(CacheLayer, f64)> = Vec::new();
     let mut regressions: Vec<(f64, usize, crate::timing::EventId)> = Vec::new();
-    let mut k = String::new();
     build.for_each_phase_rule(&mut |rule| {
-        if rule.target().is_empty() || !clock.is_anchored(&rule) {
+        let path = rule.target();
+        if path.is_empty() || !clock.is_anchored(&rule) {
             return;
         }
-        target_key(&mut k, host, &build.variant, rule.target());
         let duration_ns = Interval::of(&rule).duration_ns();
-        let record = targets.get(&k);
+        let record = scope.and_then(|s| targets.get(s, path));
         let slot = by_slot.get_mut(rule.id().slot());
         match classify(&rule) {
             Outcome::Hit(layer) => {
-                staged.touched.push((k.as_str().into(), None));
+                staged.push(path, None);
                 let Some(compiled) = record.and_then(|r| r.last_before(key)) else {
                     return;
                 };
@@ -184,7 +211,7 @@ pub(super) fn evaluate(
                 }
             }
             Outcome::Executed => {
-                staged.touched.push((k.as_str().into(), Some(duration_ns)));
+                staged.push(path, Some(duration_ns));
                 let Some(median) = record.and_then(|r| r.median_before(key, window)) else {
                     return;
                 };

@@ -1,10 +1,13 @@
-//! A bounded map from target key to [`TargetRecord`] that forgets the
-//! least recently used target first.
+//! A bounded map from target to [`TargetRecord`] that forgets the least
+//! recently used target first.
 //!
-//! Nodes live in one slab (a `Vec`) linked in use order by `u32` indices,
-//! and the hash table holds only slab indices: each key is stored once, in
-//! its node, which matters at 100k targets whose keys are long paths.
+//! A target is a *scope* — host and variant, interned once as a small
+//! number, since every target of a build shares it — and the `ct.target`
+//! path. Nodes live in one slab (a `Vec`) linked in use order by `u32`
+//! indices, and the hash table holds only slab indices: each path is stored
+//! once, in its node, which matters at 100k targets whose paths are long.
 
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
@@ -14,7 +17,8 @@ use super::record::TargetRecord;
 const NIL: u32 = u32::MAX;
 
 struct Node {
-    key: Box<str>,
+    scope: u32,
+    path: Box<str>,
     record: TargetRecord,
     /// Towards the most recently used end.
     newer: u32,
@@ -26,6 +30,10 @@ struct Node {
 pub struct TargetLru {
     table: HashTable<u32>,
     nodes: Vec<Node>,
+    /// Interned scopes by number. Never shrunk: one per host and variant
+    /// ever seen, a handful.
+    scopes: Vec<Box<str>>,
+    scope_ids: HashMap<Box<str>, u32>,
     hasher: std::collections::hash_map::RandomState,
     capacity: usize,
     /// Most recently used.
@@ -42,6 +50,8 @@ impl TargetLru {
         Self {
             table: HashTable::new(),
             nodes: Vec::new(),
+            scopes: Vec::new(),
+            scope_ids: HashMap::new(),
             hasher: Default::default(),
             capacity: capacity.clamp(1, NIL as usize - 1),
             newest: NIL,
@@ -59,62 +69,100 @@ impl TargetLru {
         self.evicted
     }
 
-    /// The record of `key`, without changing the use order.
-    pub fn get(&self, key: &str) -> Option<&TargetRecord> {
-        let hash = self.hasher.hash_one(key);
-        let nodes = &self.nodes;
-        let &i = self.table.find(hash, |&i| &*nodes[i as usize].key == key)?;
-        Some(&nodes[i as usize].record)
+    /// The number of `scope`, if it was ever interned.
+    pub fn scope_id(&self, scope: &str) -> Option<u32> {
+        self.scope_ids.get(scope).copied()
     }
 
-    /// The record of `key`, made the most recently used; a new target gets
-    /// an empty record, forgetting the least recently used one when full.
-    pub fn touch(&mut self, key: &str) -> &mut TargetRecord {
-        let hash = self.hasher.hash_one(key);
+    /// The number of `scope`, made one if new.
+    pub fn intern(&mut self, scope: &str) -> u32 {
+        if let Some(&id) = self.scope_ids.get(scope) {
+            return id;
+        }
+        let id = self.scopes.len() as u32;
+        self.scopes.push(scope.into());
+        self.scope_ids.insert(scope.into(), id);
+        id
+    }
+
+    /// Every scope, by number.
+    pub fn scopes(&self) -> &[Box<str>] {
+        &self.scopes
+    }
+
+    /// The scope numbered `id` ("" for an unknown number).
+    #[cfg(test)]
+    pub fn scope(&self, id: u32) -> &str {
+        self.scopes.get(id as usize).map_or("", |s| s)
+    }
+
+    fn hash(&self, scope: u32, path: &str) -> u64 {
+        self.hasher.hash_one((scope, path))
+    }
+
+    fn find(&self, hash: u64, scope: u32, path: &str) -> Option<u32> {
         let nodes = &self.nodes;
-        let found = self
-            .table
-            .find(hash, |&i| &*nodes[i as usize].key == key)
-            .copied();
-        let i = match found {
+        self.table
+            .find(hash, |&i| {
+                let n = &nodes[i as usize];
+                n.scope == scope && &*n.path == path
+            })
+            .copied()
+    }
+
+    /// The record of `path` in `scope`, without changing the use order.
+    pub fn get(&self, scope: u32, path: &str) -> Option<&TargetRecord> {
+        let i = self.find(self.hash(scope, path), scope, path)?;
+        Some(&self.nodes[i as usize].record)
+    }
+
+    /// The record of `path` in `scope`, made the most recently used; a new
+    /// target gets an empty record, forgetting the least recently used one
+    /// when full.
+    pub fn touch(&mut self, scope: u32, path: &str) -> &mut TargetRecord {
+        let hash = self.hash(scope, path);
+        let i = match self.find(hash, scope, path) {
             Some(i) => {
                 self.unlink(i);
                 i
             }
-            None => self.insert(hash, key),
+            None => self.insert(hash, scope, path),
         };
         self.link_newest(i);
         &mut self.nodes[i as usize].record
     }
 
-    /// Every target from the least to the most recently used: the order a
-    /// restore replays them in to get the same use order back.
-    pub fn iter_oldest_first(&self) -> impl Iterator<Item = (&str, &TargetRecord)> {
+    /// Every target (scope number, path, record) from the least to the most
+    /// recently used: the order a restore replays them in to get the same
+    /// use order back.
+    pub fn iter_oldest_first(&self) -> impl Iterator<Item = (u32, &str, &TargetRecord)> {
         let mut i = self.oldest;
         std::iter::from_fn(move || {
             let node = self.nodes.get(i as usize)?;
             i = node.newer;
-            Some((&*node.key, &node.record))
+            Some((node.scope, &*node.path, &node.record))
         })
     }
 
-    /// Estimated heap bytes held: slab, table, keys and records.
+    /// Estimated heap bytes held: slab, table, paths, records and scopes.
     pub fn heap_bytes(&self) -> usize {
         let nodes = self.nodes.capacity() * std::mem::size_of::<Node>();
         let table = self.table.allocation_size();
         let owned: usize = self
             .nodes
             .iter()
-            .map(|n| n.key.len() + n.record.heap_bytes())
+            .map(|n| n.path.len() + n.record.heap_bytes())
             .sum();
-        nodes + table + owned
+        let scopes: usize = self.scopes.iter().map(|s| 2 * s.len() + 64).sum();
+        nodes + table + owned + scopes
     }
 
-    /// A new node for `key` (not linked yet): a fresh slot, or the least
+    /// A new node for `path` (not linked yet): a fresh slot, or the least
     /// recently used target's when full.
-    fn insert(&mut self, hash: u64, key: &str) -> u32 {
+    fn insert(&mut self, hash: u64, scope: u32, path: &str) -> u32 {
         let node = Node {
-            key: key.into(),
+            scope,
+            path: path.into(),
             record: TargetRecord::default(),
             newer: NIL,
             older: NIL,
@@ -125,7 +173,8 @@ impl TargetLru {
         } else {
             let victim = self.oldest;
             self.unlink(victim);
-            let old_hash = self.hasher.hash_one(&*self.nodes[victim as usize].key);
+            let old = &self.nodes[victim as usize];
+            let old_hash = self.hash(old.scope, &old.path);
             if let Ok(entry) = self.table.find_entry(old_hash, |&j| j == victim) {
                 entry.remove();
             }
@@ -134,8 +183,10 @@ impl TargetLru {
             victim
         };
         let (nodes, hasher) = (&self.nodes, &self.hasher);
-        self.table
-            .insert_unique(hash, i, |&j| hasher.hash_one(&*nodes[j as usize].key));
+        self.table.insert_unique(hash, i, |&j| {
+            let n = &nodes[j as usize];
+            hasher.hash_one((n.scope, &*n.path))
+        });
         i
     }
 
@@ -176,52 +227,68 @@ mod tests {
     use super::super::record::{BuildKey, Compile};
     use super::*;
 
-    fn keys(lru: &TargetLru) -> Vec<&str> {
-        lru.iter_oldest_first().map(|(k, _)| k).collect()
+    fn paths(lru: &TargetLru) -> Vec<&str> {
+        lru.iter_oldest_first().map(|(_, p, _)| p).collect()
     }
+
+    const C: Compile = Compile {
+        build: BuildKey {
+            start_unix_ns: 0,
+            tie: 0,
+        },
+        duration_ns: 5,
+    };
 
     #[test]
     fn forgets_the_least_recently_used_beyond_capacity() {
         let mut lru = TargetLru::new(3);
-        for k in ["a", "b", "c"] {
-            lru.touch(k);
+        for p in ["a", "b", "c"] {
+            lru.touch(0, p);
         }
-        lru.touch("a"); // a is now the most recent: b goes first
-        lru.touch("d");
-        assert_eq!(keys(&lru), ["c", "a", "d"]);
-        assert!(lru.get("b").is_none());
+        lru.touch(0, "a"); // a is now the most recent: b goes first
+        lru.touch(0, "d");
+        assert_eq!(paths(&lru), ["c", "a", "d"]);
+        assert!(lru.get(0, "b").is_none());
         assert_eq!((lru.len(), lru.evicted()), (3, 1));
-        lru.touch("e");
-        lru.touch("f");
-        assert_eq!(keys(&lru), ["d", "e", "f"]);
+        lru.touch(0, "e");
+        lru.touch(0, "f");
+        assert_eq!(paths(&lru), ["d", "e", "f"]);
         assert_eq!(lru.evicted(), 3);
     }
 
     #[test]
-    fn a_reused_slot_starts_empty_and_is_found_by_its_new_key() {
+    fn a_reused_slot_starts_empty_and_is_found_by_its_new_path() {
         let mut lru = TargetLru::new(1);
-        let c = Compile {
-            build: BuildKey::default(),
-            duration_ns: 5,
-        };
-        lru.touch("x").record(c, 3);
-        assert!(lru.touch("y").compiles().is_empty());
-        assert!(lru.get("x").is_none());
-        assert!(lru.get("y").is_some());
-        lru.touch("y").record(c, 3);
-        assert_eq!(lru.get("y").unwrap().compiles(), [c]);
+        lru.touch(0, "x").record(C, 3);
+        assert!(lru.touch(0, "y").compiles().is_empty());
+        assert!(lru.get(0, "x").is_none());
+        assert!(lru.get(0, "y").is_some());
+        lru.touch(0, "y").record(C, 3);
+        assert_eq!(lru.get(0, "y").unwrap().compiles(), [C]);
     }
 
     #[test]
-    fn many_keys_stay_consistent() {
+    fn the_same_path_in_two_scopes_is_two_targets() {
+        let mut lru = TargetLru::new(10);
+        let (a, b) = (lru.intern("h\0v1"), lru.intern("h\0v2"));
+        assert_eq!((a, b, lru.intern("h\0v1")), (0, 1, 0));
+        lru.touch(a, "x.o").record(C, 3);
+        assert!(lru.get(b, "x.o").is_none());
+        assert!(lru.get(a, "x.o").is_some());
+        assert_eq!(lru.scope(b), "h\0v2");
+        assert_eq!(lru.scope_id("h\0v3"), None);
+    }
+
+    #[test]
+    fn many_paths_stay_consistent() {
         let mut lru = TargetLru::new(1000);
         for i in 0..5000u32 {
-            lru.touch(&format!("t{}", i % 1700));
+            lru.touch(0, &format!("t{}", i % 1700));
         }
         assert_eq!(lru.len(), 1000);
-        // The last 1000 distinct keys touched are those of i in 4000..5000.
+        // The last 1000 distinct paths touched are those of i in 4000..5000.
         for i in 4000..5000u32 {
-            assert!(lru.get(&format!("t{}", i % 1700)).is_some());
+            assert!(lru.get(0, &format!("t{}", i % 1700)).is_some());
         }
         assert_eq!(lru.iter_oldest_first().count(), 1000);
     }

@@ -150,9 +150,10 @@ impl History {
             return 0;
         };
         let kept = state.window + 1;
-        for (key, duration) in &staged.touched {
-            let record = state.targets.touch(key);
-            if let Some(duration_ns) = *duration {
+        let scope = state.targets.intern(&staged.scope);
+        for (path, duration) in staged.touched() {
+            let record = state.targets.touch(scope, path);
+            if let Some(duration_ns) = duration {
                 record.record(
                     Compile {
                         build: staged.build,
@@ -162,7 +163,7 @@ impl History {
                 );
             }
         }
-        staged.touched.len()
+        staged.len()
     }
 
     /// Drops what `build_id` staged; returns whether there was anything.
@@ -191,7 +192,7 @@ impl History {
             targets: t.len() as u64,
             compiles: t
                 .iter_oldest_first()
-                .map(|(_, r)| r.compiles().len() as u64)
+                .map(|(_, _, r)| r.compiles().len() as u64)
                 .sum(),
             bytes: t.heap_bytes() as u64,
             staged_builds: state.staged.len() as u64,
