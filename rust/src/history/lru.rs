@@ -293,3 +293,45 @@ mod tests {
         assert_eq!(lru.iter_oldest_first().count(), 1000);
     }
 }
+
+/// The map against a plain model: a list of targets, oldest first.
+#[cfg(test)]
+mod model_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_list_in_use_order(
+            capacity in 1usize..8,
+            ops in proptest::collection::vec((0u32..2, 0u8..20), 0..200),
+        ) {
+            let mut lru = TargetLru::new(capacity);
+            let mut model: Vec<(u32, String)> = Vec::new();
+            let mut evicted = 0u64;
+            for (scope, p) in ops {
+                let path = format!("p{p}");
+                lru.touch(scope, &path);
+                if let Some(at) = model.iter().position(|(s, q)| *s == scope && *q == path) {
+                    model.remove(at);
+                } else if model.len() == capacity {
+                    model.remove(0);
+                    evicted += 1;
+                }
+                model.push((scope, path));
+                let got: Vec<(u32, String)> =
+                    lru.iter_oldest_first().map(|(s, p, _)| (s, p.to_owned())).collect();
+                prop_assert_eq!(&got, &model);
+                prop_assert_eq!(lru.evicted(), evicted);
+                for s in 0..2 {
+                    for q in 0..20 {
+                        let path = format!("p{q}");
+                        let present = model.iter().any(|(ms, mq)| *ms == s && *mq == path);
+                        prop_assert_eq!(lru.get(s, &path).is_some(), present);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -274,3 +274,70 @@ fn targets_are_per_host_and_variant_and_only_anchored_rules_count() {
         .time_saved_s
         .is_some());
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A rule: target 0..6, duration in ms, layer.
+    fn rule() -> impl Strategy<Value = (u8, u16, u8)> {
+        (0u8..6, 1u16..5000, 0u8..4)
+    }
+
+    fn build_of(n: u32, rules: &[(u8, u16, u8)]) -> Build {
+        let layers = ["compiled", "other", "ccache", "cas"];
+        let rules = rules
+            .iter()
+            .map(|&(t, ms, l)| {
+                compile(
+                    &format!("t{t}.o"),
+                    101.0,
+                    f64::from(ms) / 1000.0,
+                    layers[l as usize],
+                )
+            })
+            .collect();
+        build(n, rules)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Builds in start order, each evaluated then committed: reading
+        /// the last committed build again, in this history or in one
+        /// restored from its saved bytes, gives identical numbers; the
+        /// root's time saved is the sum of the rules'; the store never
+        /// holds more than K + 1 compiles a target.
+        #[test]
+        fn re_reads_are_identical_and_sums_consistent(
+            window in 1usize..4,
+            builds in proptest::collection::vec(proptest::collection::vec(rule(), 1..8), 1..10),
+        ) {
+            let config = HistoryConfig { max_targets: 100, window };
+            let h = History::new(config);
+            for (n, rules) in builds.iter().enumerate() {
+                let b = build_of(n as u32, rules);
+                let id = format!("b{n}");
+                let first = evaluate_only(&h, &b, &id);
+                let per_rule: f64 = b
+                    .rule_ids()
+                    .into_iter()
+                    .filter_map(|r| first.rule(r)?.time_saved_s)
+                    .sum();
+                match first.summary().time_saved_s {
+                    Some(total) => prop_assert!((total - per_rule).abs() < 1e-9),
+                    None => prop_assert_eq!(per_rule, 0.0),
+                }
+                h.commit(&id);
+                prop_assert_eq!(&evaluate_only(&h, &b, &id), &first);
+                let restored = History::new(config);
+                restored.restore(&h.save()).unwrap();
+                prop_assert_eq!(&evaluate_only(&restored, &b, &id), &first);
+                h.discard(&id);
+            }
+            let fp = h.footprint();
+            prop_assert!(fp.compiles <= fp.targets * (window as u64 + 1));
+        }
+    }
+}
