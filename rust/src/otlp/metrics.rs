@@ -260,6 +260,35 @@ mod tests {
     }
 
     #[test]
+    fn shared_series_are_deltas_with_the_build_keys_on_every_point() {
+        let log = parse(b"# /a.cpp\ncache_miss\n");
+        let mut w = Warnings::new();
+        let mut shared = input(&log, 100);
+        shared.per_build = false;
+        shared
+            .shared_series_attributes
+            .push(("cicd.pipeline.name", String::new()));
+        let (req, _) = build_metrics_request(shared, &mut w);
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let Some(Data::Sum(sum)) = &metrics[0].data else {
+            panic!("events is a sum")
+        };
+        assert_eq!(sum.aggregation_temporality, AggregationTemporality::Delta as i32);
+        let keys = |attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| -> Vec<String> {
+            attrs.iter().map(|kv| kv.key.clone()).collect()
+        };
+        // The empty pipeline name is omitted.
+        assert_eq!(
+            keys(&sum.data_points[0].attributes),
+            [EVENT_ATTRIBUTE, "ct.variant"]
+        );
+        let Some(Data::Gauge(g)) = &metrics[1].data else {
+            panic!("hit rate is a gauge")
+        };
+        assert_eq!(keys(&g.data_points[0].attributes), ["ct.variant"]);
+    }
+
+    #[test]
     fn overlong_event_names_are_left_out() {
         let log = parse(format!("cache_miss\n{}\n", "x".repeat(50)).as_bytes());
         let mut w = Warnings::new();
