@@ -19,8 +19,9 @@ import (
 // and may overlap (two builds at once). The Prometheus exporter adds a delta
 // only when it starts where the previous point ended, and takes any other as
 // a reset, so it would show the last build alone; the deltatocumulative
-// processor refuses a delta that starts before the previous one ended. A
-// cumulative series from the receiver needs neither.
+// processor drops a delta that does not end after the series' last one, so
+// a build delivered after one that ended later (concurrent builds, retries)
+// would be lost. A cumulative series from the receiver needs neither.
 //
 // Totals live in memory: a restart starts every series again (a counter
 // reset, which rate() and increase() handle), and a build sent again after a
