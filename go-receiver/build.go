@@ -111,6 +111,9 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		History:        r.history.handle(),
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
+		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),
+		// The compatibility switch keeps ct-cake's per-build series.
+		HostMetricIdentity: !r.cfg.PerBuildMetricIdentity,
 		Limits: ffi.Limits{
 			MaxFileBytes:    uint64(r.cfg.Limits.MaxFileSize),
 			MaxEvents:       uint64(r.cfg.Limits.MaxEvents),

@@ -4,8 +4,11 @@
 //! `--runs 1`) and best-of-N wall time.
 //!
 //! ```text
-//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals]
+//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals] [--build-metrics]
 //! ```
+//!
+//! `--build-metrics` also asks for the build metrics with the host metric
+//! identity (the receiver's defaults; implies `--all-signals`).
 //!
 //! Output keys: `file_bytes`, `spans`, `otlp_bytes`, `runs_ms` (each
 //! `process_build` call), `best_ms`, `median_ms`, `vmhwm_kib` (this
@@ -16,10 +19,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use compiletools_core::{process_build, BuildRequest, CancelToken, Signals};
+use compiletools_core::{process_build, BuildRequest, CancelToken, MetricIdentity, Signals};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals]");
+    eprintln!(
+        "usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals] [--build-metrics]"
+    );
     ExitCode::from(2)
 }
 
@@ -34,6 +39,7 @@ fn main() -> ExitCode {
     let mut target: Option<PathBuf> = None;
     let mut runs: usize = 1;
     let mut all_signals = false;
+    let mut build_metrics = false;
     while let Some(a) = args.next() {
         match a.to_str() {
             Some("--runs") => match args.next().and_then(|r| r.to_str()?.parse().ok()) {
@@ -41,6 +47,7 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             Some("--all-signals") => all_signals = true,
+            Some("--build-metrics") => (all_signals, build_metrics) = (true, true),
             _ if target.is_none() => target = Some(PathBuf::from(a)),
             _ => return usage(),
         }
@@ -63,6 +70,10 @@ fn main() -> ExitCode {
     let file_bytes = std::fs::metadata(dir.join("timing.json")).map_or(0, |m| m.len());
 
     let mut req = BuildRequest::new(&dir, "bench-host");
+    if build_metrics {
+        req.build_metrics = true;
+        req.metric_identity = MetricIdentity::Host;
+    }
     if !all_signals {
         req.signals = Signals {
             traces: true,

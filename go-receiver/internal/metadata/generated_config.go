@@ -3,25 +3,54 @@
 package metadata
 
 import (
-	"fmt"
-
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/filter"
 )
 
-// CtCacheTimeSavedMetricAttributeKey specifies the key of an attribute for the ct.cache.time_saved metric.
-type CtCacheTimeSavedMetricAttributeKey string
+// CicdPipelineRunDurationMetricConfig provides config for the cicd.pipeline.run.duration metric.
+type CicdPipelineRunDurationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
 
-const (
-	CtCacheTimeSavedMetricAttributeKeyCacheLayer CtCacheTimeSavedMetricAttributeKey = "ct.rule.cache_layer"
-)
+func (ms *CicdPipelineRunDurationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CicdPipelineRunErrorsMetricConfig provides config for the cicd.pipeline.run.errors metric.
+type CicdPipelineRunErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CicdPipelineRunErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
 
 // CtCacheTimeSavedMetricConfig provides config for the ct.cache.time_saved metric.
 type CtCacheTimeSavedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                               `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []CtCacheTimeSavedMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *CtCacheTimeSavedMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -38,47 +67,380 @@ func (ms *CtCacheTimeSavedMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
-func (ms *CtCacheTimeSavedMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case CtCacheTimeSavedMetricAttributeKeyCacheLayer:
-		default:
-			return fmt.Errorf("metric ct.cache.time_saved doesn't have an attribute %v, valid attributes: [ct.rule.cache_layer]", val)
-		}
+// CtCasDuplicateGroupsMetricConfig provides config for the ct.cas.duplicate_groups metric.
+type CtCasDuplicateGroupsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCasDuplicateGroupsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
 	}
 
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
 	}
 
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCasTotalBytesMetricConfig provides config for the ct.cas.total_bytes metric.
+type CtCasTotalBytesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCasTotalBytesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCasTotalEntriesMetricConfig provides config for the ct.cas.total_entries metric.
+type CtCasTotalEntriesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCasTotalEntriesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCasUniqueBucketsMetricConfig provides config for the ct.cas.unique_buckets metric.
+type CtCasUniqueBucketsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCasUniqueBucketsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCasWastedBytesMetricConfig provides config for the ct.cas.wasted_bytes metric.
+type CtCasWastedBytesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCasWastedBytesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCcacheEventsMetricConfig provides config for the ct.ccache.events metric.
+type CtCcacheEventsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCcacheEventsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCcacheHitRateMetricConfig provides config for the ct.ccache.hit_rate metric.
+type CtCcacheHitRateMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCcacheHitRateMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCcacheRemoteHitRateMetricConfig provides config for the ct.ccache.remote_hit_rate metric.
+type CtCcacheRemoteHitRateMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCcacheRemoteHitRateMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtCompilesMetricConfig provides config for the ct.compiles metric.
+type CtCompilesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtCompilesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtRuleDurationMetricConfig provides config for the ct.rule.duration metric.
+type CtRuleDurationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtRuleDurationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
 	return nil
 }
 
 // MetricsConfig provides config for compiletools metrics.
 type MetricsConfig struct {
-	CtCacheTimeSaved CtCacheTimeSavedMetricConfig `mapstructure:"ct.cache.time_saved"`
+	CicdPipelineRunDuration CicdPipelineRunDurationMetricConfig `mapstructure:"cicd.pipeline.run.duration"`
+	CicdPipelineRunErrors   CicdPipelineRunErrorsMetricConfig   `mapstructure:"cicd.pipeline.run.errors"`
+	CtCacheTimeSaved        CtCacheTimeSavedMetricConfig        `mapstructure:"ct.cache.time_saved"`
+	CtCasDuplicateGroups    CtCasDuplicateGroupsMetricConfig    `mapstructure:"ct.cas.duplicate_groups"`
+	CtCasTotalBytes         CtCasTotalBytesMetricConfig         `mapstructure:"ct.cas.total_bytes"`
+	CtCasTotalEntries       CtCasTotalEntriesMetricConfig       `mapstructure:"ct.cas.total_entries"`
+	CtCasUniqueBuckets      CtCasUniqueBucketsMetricConfig      `mapstructure:"ct.cas.unique_buckets"`
+	CtCasWastedBytes        CtCasWastedBytesMetricConfig        `mapstructure:"ct.cas.wasted_bytes"`
+	CtCcacheEvents          CtCcacheEventsMetricConfig          `mapstructure:"ct.ccache.events"`
+	CtCcacheHitRate         CtCcacheHitRateMetricConfig         `mapstructure:"ct.ccache.hit_rate"`
+	CtCcacheRemoteHitRate   CtCcacheRemoteHitRateMetricConfig   `mapstructure:"ct.ccache.remote_hit_rate"`
+	CtCompiles              CtCompilesMetricConfig              `mapstructure:"ct.compiles"`
+	CtRuleDuration          CtRuleDurationMetricConfig          `mapstructure:"ct.rule.duration"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		CicdPipelineRunDuration: CicdPipelineRunDurationMetricConfig{
+			Enabled: true,
+		},
+		CicdPipelineRunErrors: CicdPipelineRunErrorsMetricConfig{
+			Enabled: true,
+		},
 		CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []CtCacheTimeSavedMetricAttributeKey{CtCacheTimeSavedMetricAttributeKeyCacheLayer},
+			Enabled: true,
+		},
+		CtCasDuplicateGroups: CtCasDuplicateGroupsMetricConfig{
+			Enabled: true,
+		},
+		CtCasTotalBytes: CtCasTotalBytesMetricConfig{
+			Enabled: true,
+		},
+		CtCasTotalEntries: CtCasTotalEntriesMetricConfig{
+			Enabled: true,
+		},
+		CtCasUniqueBuckets: CtCasUniqueBucketsMetricConfig{
+			Enabled: true,
+		},
+		CtCasWastedBytes: CtCasWastedBytesMetricConfig{
+			Enabled: true,
+		},
+		CtCcacheEvents: CtCcacheEventsMetricConfig{
+			Enabled: true,
+		},
+		CtCcacheHitRate: CtCcacheHitRateMetricConfig{
+			Enabled: true,
+		},
+		CtCcacheRemoteHitRate: CtCcacheRemoteHitRateMetricConfig{
+			Enabled: true,
+		},
+		CtCompiles: CtCompilesMetricConfig{
+			Enabled: true,
+		},
+		CtRuleDuration: CtRuleDurationMetricConfig{
+			Enabled: true,
+		},
+	}
+}
+
+// ResourceAttributeConfig provides common config for a particular resource attribute.
+type ResourceAttributeConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Experimental: MetricsInclude defines a list of filters for attribute values.
+	// If the list is not empty, only metrics with matching resource attribute values will be emitted.
+	MetricsInclude []filter.Config `mapstructure:"metrics_include"`
+	// Experimental: MetricsExclude defines a list of filters for attribute values.
+	// If the list is not empty, metrics with matching resource attribute values will not be emitted.
+	// MetricsInclude has higher priority than MetricsExclude.
+	MetricsExclude []filter.Config `mapstructure:"metrics_exclude"`
+
+	enabledSetByUser bool
+}
+
+func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+	err := parser.Unmarshal(rac)
+	if err != nil {
+		return err
+	}
+	rac.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// ResourceAttributesConfig provides config for compiletools resource attributes.
+type ResourceAttributesConfig struct {
+	CicdPipelineName     ResourceAttributeConfig `mapstructure:"cicd.pipeline.name"`
+	CicdPipelineRunID    ResourceAttributeConfig `mapstructure:"cicd.pipeline.run.id"`
+	CicdWorkerID         ResourceAttributeConfig `mapstructure:"cicd.worker.id"`
+	CicdWorkerName       ResourceAttributeConfig `mapstructure:"cicd.worker.name"`
+	CtBackend            ResourceAttributeConfig `mapstructure:"ct.backend"`
+	CtInvocationID       ResourceAttributeConfig `mapstructure:"ct.invocation_id"`
+	CtVariant            ResourceAttributeConfig `mapstructure:"ct.variant"`
+	GitCommitSha         ResourceAttributeConfig `mapstructure:"git.commit.sha"`
+	HostName             ResourceAttributeConfig `mapstructure:"host.name"`
+	ServiceInstanceID    ResourceAttributeConfig `mapstructure:"service.instance.id"`
+	ServiceName          ResourceAttributeConfig `mapstructure:"service.name"`
+	ServiceNamespace     ResourceAttributeConfig `mapstructure:"service.namespace"`
+	VcsProviderName      ResourceAttributeConfig `mapstructure:"vcs.provider.name"`
+	VcsRefHeadName       ResourceAttributeConfig `mapstructure:"vcs.ref.head.name"`
+	VcsRefHeadRevision   ResourceAttributeConfig `mapstructure:"vcs.ref.head.revision"`
+	VcsRefHeadType       ResourceAttributeConfig `mapstructure:"vcs.ref.head.type"`
+	VcsRepositoryURLFull ResourceAttributeConfig `mapstructure:"vcs.repository.url.full"`
+}
+
+func DefaultResourceAttributesConfig() ResourceAttributesConfig {
+	return ResourceAttributesConfig{
+		CicdPipelineName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CicdPipelineRunID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CicdWorkerID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CicdWorkerName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CtBackend: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CtInvocationID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CtVariant: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		GitCommitSha: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		HostName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ServiceInstanceID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ServiceName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ServiceNamespace: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		VcsProviderName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		VcsRefHeadName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		VcsRefHeadRevision: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		VcsRefHeadType: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		VcsRepositoryURLFull: ResourceAttributeConfig{
+			Enabled: true,
 		},
 	}
 }
 
 // MetricsBuilderConfig is a configuration for compiletools metrics builder.
 type MetricsBuilderConfig struct {
-	Metrics MetricsConfig `mapstructure:"metrics"`
+	Metrics            MetricsConfig            `mapstructure:"metrics"`
+	ResourceAttributes ResourceAttributesConfig `mapstructure:"resource_attributes"`
 }
 
 func NewDefaultMetricsBuilderConfig() MetricsBuilderConfig {
 	return MetricsBuilderConfig{
-		Metrics: DefaultMetricsConfig(),
+		Metrics:            DefaultMetricsConfig(),
+		ResourceAttributes: DefaultResourceAttributesConfig(),
 	}
 }
 

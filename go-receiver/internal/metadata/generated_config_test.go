@@ -26,11 +26,64 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "all_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
-					CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []CtCacheTimeSavedMetricAttributeKey{CtCacheTimeSavedMetricAttributeKeyCacheLayer},
+					CicdPipelineRunDuration: CicdPipelineRunDurationMetricConfig{
+						Enabled: true,
 					},
+					CicdPipelineRunErrors: CicdPipelineRunErrorsMetricConfig{
+						Enabled: true,
+					},
+					CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
+						Enabled: true,
+					},
+					CtCasDuplicateGroups: CtCasDuplicateGroupsMetricConfig{
+						Enabled: true,
+					},
+					CtCasTotalBytes: CtCasTotalBytesMetricConfig{
+						Enabled: true,
+					},
+					CtCasTotalEntries: CtCasTotalEntriesMetricConfig{
+						Enabled: true,
+					},
+					CtCasUniqueBuckets: CtCasUniqueBucketsMetricConfig{
+						Enabled: true,
+					},
+					CtCasWastedBytes: CtCasWastedBytesMetricConfig{
+						Enabled: true,
+					},
+					CtCcacheEvents: CtCcacheEventsMetricConfig{
+						Enabled: true,
+					},
+					CtCcacheHitRate: CtCcacheHitRateMetricConfig{
+						Enabled: true,
+					},
+					CtCcacheRemoteHitRate: CtCcacheRemoteHitRateMetricConfig{
+						Enabled: true,
+					},
+					CtCompiles: CtCompilesMetricConfig{
+						Enabled: true,
+					},
+					CtRuleDuration: CtRuleDurationMetricConfig{
+						Enabled: true,
+					},
+				},
+				ResourceAttributes: ResourceAttributesConfig{
+					CicdPipelineName:     ResourceAttributeConfig{Enabled: true},
+					CicdPipelineRunID:    ResourceAttributeConfig{Enabled: true},
+					CicdWorkerID:         ResourceAttributeConfig{Enabled: true},
+					CicdWorkerName:       ResourceAttributeConfig{Enabled: true},
+					CtBackend:            ResourceAttributeConfig{Enabled: true},
+					CtInvocationID:       ResourceAttributeConfig{Enabled: true},
+					CtVariant:            ResourceAttributeConfig{Enabled: true},
+					GitCommitSha:         ResourceAttributeConfig{Enabled: true},
+					HostName:             ResourceAttributeConfig{Enabled: true},
+					ServiceInstanceID:    ResourceAttributeConfig{Enabled: true},
+					ServiceName:          ResourceAttributeConfig{Enabled: true},
+					ServiceNamespace:     ResourceAttributeConfig{Enabled: true},
+					VcsProviderName:      ResourceAttributeConfig{Enabled: true},
+					VcsRefHeadName:       ResourceAttributeConfig{Enabled: true},
+					VcsRefHeadRevision:   ResourceAttributeConfig{Enabled: true},
+					VcsRefHeadType:       ResourceAttributeConfig{Enabled: true},
+					VcsRepositoryURLFull: ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -38,11 +91,64 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "none_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
-					CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []CtCacheTimeSavedMetricAttributeKey{CtCacheTimeSavedMetricAttributeKeyCacheLayer},
+					CicdPipelineRunDuration: CicdPipelineRunDurationMetricConfig{
+						Enabled: false,
 					},
+					CicdPipelineRunErrors: CicdPipelineRunErrorsMetricConfig{
+						Enabled: false,
+					},
+					CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
+						Enabled: false,
+					},
+					CtCasDuplicateGroups: CtCasDuplicateGroupsMetricConfig{
+						Enabled: false,
+					},
+					CtCasTotalBytes: CtCasTotalBytesMetricConfig{
+						Enabled: false,
+					},
+					CtCasTotalEntries: CtCasTotalEntriesMetricConfig{
+						Enabled: false,
+					},
+					CtCasUniqueBuckets: CtCasUniqueBucketsMetricConfig{
+						Enabled: false,
+					},
+					CtCasWastedBytes: CtCasWastedBytesMetricConfig{
+						Enabled: false,
+					},
+					CtCcacheEvents: CtCcacheEventsMetricConfig{
+						Enabled: false,
+					},
+					CtCcacheHitRate: CtCcacheHitRateMetricConfig{
+						Enabled: false,
+					},
+					CtCcacheRemoteHitRate: CtCcacheRemoteHitRateMetricConfig{
+						Enabled: false,
+					},
+					CtCompiles: CtCompilesMetricConfig{
+						Enabled: false,
+					},
+					CtRuleDuration: CtRuleDurationMetricConfig{
+						Enabled: false,
+					},
+				},
+				ResourceAttributes: ResourceAttributesConfig{
+					CicdPipelineName:     ResourceAttributeConfig{Enabled: false},
+					CicdPipelineRunID:    ResourceAttributeConfig{Enabled: false},
+					CicdWorkerID:         ResourceAttributeConfig{Enabled: false},
+					CicdWorkerName:       ResourceAttributeConfig{Enabled: false},
+					CtBackend:            ResourceAttributeConfig{Enabled: false},
+					CtInvocationID:       ResourceAttributeConfig{Enabled: false},
+					CtVariant:            ResourceAttributeConfig{Enabled: false},
+					GitCommitSha:         ResourceAttributeConfig{Enabled: false},
+					HostName:             ResourceAttributeConfig{Enabled: false},
+					ServiceInstanceID:    ResourceAttributeConfig{Enabled: false},
+					ServiceName:          ResourceAttributeConfig{Enabled: false},
+					ServiceNamespace:     ResourceAttributeConfig{Enabled: false},
+					VcsProviderName:      ResourceAttributeConfig{Enabled: false},
+					VcsRefHeadName:       ResourceAttributeConfig{Enabled: false},
+					VcsRefHeadRevision:   ResourceAttributeConfig{Enabled: false},
+					VcsRefHeadType:       ResourceAttributeConfig{Enabled: false},
+					VcsRepositoryURLFull: ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -50,21 +156,10 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CtCacheTimeSavedMetricConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
-}
-func TestCtCacheTimeSavedMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().CtCacheTimeSaved
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []CtCacheTimeSavedMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric ct.cache.time_saved doesn't have an attribute invalid, valid attributes: [ct.rule.cache_layer]")
-
-	cfg = DefaultMetricsConfig().CtCacheTimeSaved
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {
@@ -74,5 +169,80 @@ func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {
 	require.NoError(t, err)
 	cfg := NewDefaultMetricsBuilderConfig()
 	require.NoError(t, sub.Unmarshal(&cfg, confmap.WithIgnoreUnused()))
+	return cfg
+}
+
+func TestResourceAttributesConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		want ResourceAttributesConfig
+	}{
+		{
+			name: "default",
+			want: DefaultResourceAttributesConfig(),
+		},
+		{
+			name: "all_set",
+			want: ResourceAttributesConfig{
+				CicdPipelineName:     ResourceAttributeConfig{Enabled: true},
+				CicdPipelineRunID:    ResourceAttributeConfig{Enabled: true},
+				CicdWorkerID:         ResourceAttributeConfig{Enabled: true},
+				CicdWorkerName:       ResourceAttributeConfig{Enabled: true},
+				CtBackend:            ResourceAttributeConfig{Enabled: true},
+				CtInvocationID:       ResourceAttributeConfig{Enabled: true},
+				CtVariant:            ResourceAttributeConfig{Enabled: true},
+				GitCommitSha:         ResourceAttributeConfig{Enabled: true},
+				HostName:             ResourceAttributeConfig{Enabled: true},
+				ServiceInstanceID:    ResourceAttributeConfig{Enabled: true},
+				ServiceName:          ResourceAttributeConfig{Enabled: true},
+				ServiceNamespace:     ResourceAttributeConfig{Enabled: true},
+				VcsProviderName:      ResourceAttributeConfig{Enabled: true},
+				VcsRefHeadName:       ResourceAttributeConfig{Enabled: true},
+				VcsRefHeadRevision:   ResourceAttributeConfig{Enabled: true},
+				VcsRefHeadType:       ResourceAttributeConfig{Enabled: true},
+				VcsRepositoryURLFull: ResourceAttributeConfig{Enabled: true},
+			},
+		},
+		{
+			name: "none_set",
+			want: ResourceAttributesConfig{
+				CicdPipelineName:     ResourceAttributeConfig{Enabled: false},
+				CicdPipelineRunID:    ResourceAttributeConfig{Enabled: false},
+				CicdWorkerID:         ResourceAttributeConfig{Enabled: false},
+				CicdWorkerName:       ResourceAttributeConfig{Enabled: false},
+				CtBackend:            ResourceAttributeConfig{Enabled: false},
+				CtInvocationID:       ResourceAttributeConfig{Enabled: false},
+				CtVariant:            ResourceAttributeConfig{Enabled: false},
+				GitCommitSha:         ResourceAttributeConfig{Enabled: false},
+				HostName:             ResourceAttributeConfig{Enabled: false},
+				ServiceInstanceID:    ResourceAttributeConfig{Enabled: false},
+				ServiceName:          ResourceAttributeConfig{Enabled: false},
+				ServiceNamespace:     ResourceAttributeConfig{Enabled: false},
+				VcsProviderName:      ResourceAttributeConfig{Enabled: false},
+				VcsRefHeadName:       ResourceAttributeConfig{Enabled: false},
+				VcsRefHeadRevision:   ResourceAttributeConfig{Enabled: false},
+				VcsRefHeadType:       ResourceAttributeConfig{Enabled: false},
+				VcsRepositoryURLFull: ResourceAttributeConfig{Enabled: false},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := loadResourceAttributesConfig(t, tt.name)
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ResourceAttributeConfig{}))
+			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
+		})
+	}
+}
+
+func loadResourceAttributesConfig(t *testing.T, name string) ResourceAttributesConfig {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(name)
+	require.NoError(t, err)
+	sub, err = sub.Sub("resource_attributes")
+	require.NoError(t, err)
+	cfg := DefaultResourceAttributesConfig()
+	require.NoError(t, sub.Unmarshal(&cfg))
 	return cfg
 }

@@ -4,10 +4,10 @@ package metadata
 
 import (
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/filter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
-	"slices"
 	"time"
 )
 
@@ -18,41 +18,169 @@ const (
 	AggregationStrategyMax = "max"
 )
 
-// AttributeCacheLayer specifies the value cache_layer attribute.
-type AttributeCacheLayer int
+// AttributeCasKind specifies the value cas_kind attribute.
+type AttributeCasKind int
 
 const (
-	_ AttributeCacheLayer = iota
-	AttributeCacheLayerCas
-	AttributeCacheLayerCcache
+	_ AttributeCasKind = iota
+	AttributeCasKindObj
+	AttributeCasKindPch
+	AttributeCasKindPcm
+	AttributeCasKindExe
 )
 
-// String returns the string representation of the AttributeCacheLayer.
-func (av AttributeCacheLayer) String() string {
+// String returns the string representation of the AttributeCasKind.
+func (av AttributeCasKind) String() string {
 	switch av {
-	case AttributeCacheLayerCas:
-		return "cas"
-	case AttributeCacheLayerCcache:
-		return "ccache"
+	case AttributeCasKindObj:
+		return "obj"
+	case AttributeCasKindPch:
+		return "pch"
+	case AttributeCasKindPcm:
+		return "pcm"
+	case AttributeCasKindExe:
+		return "exe"
 	}
 	return ""
 }
 
-// MapAttributeCacheLayer is a helper map of string to AttributeCacheLayer attribute value.
-var MapAttributeCacheLayer = map[string]AttributeCacheLayer{
-	"cas":    AttributeCacheLayerCas,
-	"ccache": AttributeCacheLayerCcache,
+// MapAttributeCasKind is a helper map of string to AttributeCasKind attribute value.
+var MapAttributeCasKind = map[string]AttributeCasKind{
+	"obj": AttributeCasKindObj,
+	"pch": AttributeCasKindPch,
+	"pcm": AttributeCasKindPcm,
+	"exe": AttributeCasKindExe,
+}
+
+// AttributeCicdPipelineResult specifies the value cicd.pipeline.result attribute.
+type AttributeCicdPipelineResult int
+
+const (
+	_ AttributeCicdPipelineResult = iota
+	AttributeCicdPipelineResultSuccess
+	AttributeCicdPipelineResultFailure
+)
+
+// String returns the string representation of the AttributeCicdPipelineResult.
+func (av AttributeCicdPipelineResult) String() string {
+	switch av {
+	case AttributeCicdPipelineResultSuccess:
+		return "success"
+	case AttributeCicdPipelineResultFailure:
+		return "failure"
+	}
+	return ""
+}
+
+// MapAttributeCicdPipelineResult is a helper map of string to AttributeCicdPipelineResult attribute value.
+var MapAttributeCicdPipelineResult = map[string]AttributeCicdPipelineResult{
+	"success": AttributeCicdPipelineResultSuccess,
+	"failure": AttributeCicdPipelineResultFailure,
+}
+
+// AttributeCtRuleCacheLayer specifies the value ct.rule.cache_layer attribute.
+type AttributeCtRuleCacheLayer int
+
+const (
+	_ AttributeCtRuleCacheLayer = iota
+	AttributeCtRuleCacheLayerCas
+	AttributeCtRuleCacheLayerCcache
+	AttributeCtRuleCacheLayerCompiled
+	AttributeCtRuleCacheLayerOther
+)
+
+// String returns the string representation of the AttributeCtRuleCacheLayer.
+func (av AttributeCtRuleCacheLayer) String() string {
+	switch av {
+	case AttributeCtRuleCacheLayerCas:
+		return "cas"
+	case AttributeCtRuleCacheLayerCcache:
+		return "ccache"
+	case AttributeCtRuleCacheLayerCompiled:
+		return "compiled"
+	case AttributeCtRuleCacheLayerOther:
+		return "other"
+	}
+	return ""
+}
+
+// MapAttributeCtRuleCacheLayer is a helper map of string to AttributeCtRuleCacheLayer attribute value.
+var MapAttributeCtRuleCacheLayer = map[string]AttributeCtRuleCacheLayer{
+	"cas":      AttributeCtRuleCacheLayerCas,
+	"ccache":   AttributeCtRuleCacheLayerCcache,
+	"compiled": AttributeCtRuleCacheLayerCompiled,
+	"other":    AttributeCtRuleCacheLayerOther,
 }
 
 var MetricsInfo = metricsInfo{
+	CicdPipelineRunDuration: metricInfo{
+		Name:       "cicd.pipeline.run.duration",
+		Attributes: []string{"cicd.pipeline.name", "cicd.pipeline.result", "ct.variant", "ct.backend"},
+	},
+	CicdPipelineRunErrors: metricInfo{
+		Name:       "cicd.pipeline.run.errors",
+		Attributes: []string{"cicd.pipeline.name", "error.type", "ct.variant", "ct.backend"},
+	},
 	CtCacheTimeSaved: metricInfo{
 		Name:       "ct.cache.time_saved",
-		Attributes: []string{"cache_layer"},
+		Attributes: []string{"ct.rule.cache_layer"},
+	},
+	CtCasDuplicateGroups: metricInfo{
+		Name:       "ct.cas.duplicate_groups",
+		Attributes: []string{"cas_kind"},
+	},
+	CtCasTotalBytes: metricInfo{
+		Name:       "ct.cas.total_bytes",
+		Attributes: []string{"cas_kind"},
+	},
+	CtCasTotalEntries: metricInfo{
+		Name:       "ct.cas.total_entries",
+		Attributes: []string{"cas_kind"},
+	},
+	CtCasUniqueBuckets: metricInfo{
+		Name:       "ct.cas.unique_buckets",
+		Attributes: []string{"cas_kind"},
+	},
+	CtCasWastedBytes: metricInfo{
+		Name:       "ct.cas.wasted_bytes",
+		Attributes: []string{"cas_kind"},
+	},
+	CtCcacheEvents: metricInfo{
+		Name:       "ct.ccache.events",
+		Attributes: []string{"ccache_event", "ct.variant", "cicd.pipeline.name"},
+	},
+	CtCcacheHitRate: metricInfo{
+		Name:       "ct.ccache.hit_rate",
+		Attributes: []string{"ct.variant", "cicd.pipeline.name"},
+	},
+	CtCcacheRemoteHitRate: metricInfo{
+		Name:       "ct.ccache.remote_hit_rate",
+		Attributes: []string{"ct.variant", "cicd.pipeline.name"},
+	},
+	CtCompiles: metricInfo{
+		Name:       "ct.compiles",
+		Attributes: []string{"ct.rule.cache_layer", "ct.variant"},
+	},
+	CtRuleDuration: metricInfo{
+		Name:       "ct.rule.duration",
+		Attributes: []string{"ct.rule_type", "ct.rule.cache_layer", "ct.variant"},
 	},
 }
 
 type metricsInfo struct {
-	CtCacheTimeSaved metricInfo
+	CicdPipelineRunDuration metricInfo
+	CicdPipelineRunErrors   metricInfo
+	CtCacheTimeSaved        metricInfo
+	CtCasDuplicateGroups    metricInfo
+	CtCasTotalBytes         metricInfo
+	CtCasTotalEntries       metricInfo
+	CtCasUniqueBuckets      metricInfo
+	CtCasWastedBytes        metricInfo
+	CtCcacheEvents          metricInfo
+	CtCcacheHitRate         metricInfo
+	CtCcacheRemoteHitRate   metricInfo
+	CtCompiles              metricInfo
+	CtRuleDuration          metricInfo
 }
 
 type metricInfo struct {
@@ -60,64 +188,146 @@ type metricInfo struct {
 	Attributes []string
 }
 
+type metricCicdPipelineRunDuration struct {
+	data     pmetric.Metric                      // data buffer for generated metric.
+	config   CicdPipelineRunDurationMetricConfig // metric config provided by user.
+	capacity int                                 // max observed number of data points added to the metric.
+}
+
+// init fills cicd.pipeline.run.duration metric with initial data.
+func (m *metricCicdPipelineRunDuration) init() {
+	m.data.SetName("cicd.pipeline.run.duration")
+	m.data.SetDescription("Duration of a build, from its timing.json. One observation per build; exemplar: the build's root span.")
+	m.data.SetUnit("s")
+	m.data.SetEmptyHistogram()
+	m.data.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Histogram().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCicdPipelineRunDuration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, cicdPipelineResultAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Histogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetCount(1)
+	dp.SetSum(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.result", cicdPipelineResultAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("ct.backend", ctBackendAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCicdPipelineRunDuration) updateCapacity() {
+	if m.data.Histogram().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Histogram().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCicdPipelineRunDuration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Histogram().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCicdPipelineRunDuration(cfg CicdPipelineRunDurationMetricConfig) metricCicdPipelineRunDuration {
+	m := metricCicdPipelineRunDuration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCicdPipelineRunErrors struct {
+	data     pmetric.Metric                    // data buffer for generated metric.
+	config   CicdPipelineRunErrorsMetricConfig // metric config provided by user.
+	capacity int                               // max observed number of data points added to the metric.
+}
+
+// init fills cicd.pipeline.run.errors metric with initial data.
+func (m *metricCicdPipelineRunErrors) init() {
+	m.data.SetName("cicd.pipeline.run.errors")
+	m.data.SetDescription("Failed builds: 1 for a build whose phases say it failed; nothing for a success or a build whose result the files do not decide.")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCicdPipelineRunErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, cicdPipelineNameAttributeValue string, errorTypeAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("ct.backend", ctBackendAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCicdPipelineRunErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCicdPipelineRunErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCicdPipelineRunErrors(cfg CicdPipelineRunErrorsMetricConfig) metricCicdPipelineRunErrors {
+	m := metricCicdPipelineRunErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricCtCacheTimeSaved struct {
-	data          pmetric.Metric               // data buffer for generated metric.
-	config        CtCacheTimeSavedMetricConfig // metric config provided by user.
-	capacity      int                          // max observed number of data points added to the metric.
-	aggDataPoints []float64                    // slice containing number of aggregated datapoints at each index
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   CtCacheTimeSavedMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
 }
 
 // init fills ct.cache.time_saved metric with initial data.
 func (m *metricCtCacheTimeSaved) init() {
 	m.data.SetName("ct.cache.time_saved")
-	m.data.SetDescription("Time cache hits saved over a build, by layer - each hit's target's last actual compile minus the hit (negative when the cache was slower); needs history.enabled.")
+	m.data.SetDescription("Time cache hits saved, by layer: each hit's target's last actual compile minus the hit (negative when the cache was slower); needs history.enabled.")
 	m.data.SetUnit("s")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
-	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricCtCacheTimeSaved) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cacheLayerAttributeValue string) {
+func (m *metricCtCacheTimeSaved) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctRuleCacheLayerAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-
-	dp := pmetric.NewNumberDataPoint()
+	dp := m.data.Sum().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
-	if slices.Contains(m.config.EnabledAttributes, CtCacheTimeSavedMetricAttributeKeyCacheLayer) {
-		dp.Attributes().PutStr("ct.rule.cache_layer", cacheLayerAttributeValue)
-	}
-
-	var s string
-	dps := m.data.Sum().DataPoints()
-	for i := 0; i < dps.Len(); i++ {
-		dpi := dps.At(i)
-		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
-			switch s = m.config.AggregationStrategy; s {
-			case AggregationStrategySum, AggregationStrategyAvg:
-				dpi.SetDoubleValue(dpi.DoubleValue() + val)
-				m.aggDataPoints[i] += 1
-				return
-			case AggregationStrategyMin:
-				if dpi.DoubleValue() > val {
-					dpi.SetDoubleValue(val)
-				}
-				return
-			case AggregationStrategyMax:
-				if dpi.DoubleValue() < val {
-					dpi.SetDoubleValue(val)
-				}
-				return
-			}
-		}
-	}
-
 	dp.SetDoubleValue(val)
-	m.aggDataPoints = append(m.aggDataPoints, 1)
-	dp.MoveTo(dps.AppendEmpty())
+	dp.Attributes().PutStr("ct.rule.cache_layer", ctRuleCacheLayerAttributeValue)
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -130,11 +340,6 @@ func (m *metricCtCacheTimeSaved) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricCtCacheTimeSaved) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
-		if m.config.AggregationStrategy == AggregationStrategyAvg {
-			for i, aggCount := range m.aggDataPoints {
-				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
-			}
-		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -151,15 +356,562 @@ func newMetricCtCacheTimeSaved(cfg CtCacheTimeSavedMetricConfig) metricCtCacheTi
 	return m
 }
 
+type metricCtCasDuplicateGroups struct {
+	data     pmetric.Metric                   // data buffer for generated metric.
+	config   CtCasDuplicateGroupsMetricConfig // metric config provided by user.
+	capacity int                              // max observed number of data points added to the metric.
+}
+
+// init fills ct.cas.duplicate_groups metric with initial data.
+func (m *metricCtCasDuplicateGroups) init() {
+	m.data.SetName("ct.cas.duplicate_groups")
+	m.data.SetDescription("Groups of duplicate entries in a CAS store.")
+	m.data.SetUnit("{groups}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCasDuplicateGroups) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, casKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cas_kind", casKindAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCasDuplicateGroups) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCasDuplicateGroups) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCasDuplicateGroups(cfg CtCasDuplicateGroupsMetricConfig) metricCtCasDuplicateGroups {
+	m := metricCtCasDuplicateGroups{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCasTotalBytes struct {
+	data     pmetric.Metric              // data buffer for generated metric.
+	config   CtCasTotalBytesMetricConfig // metric config provided by user.
+	capacity int                         // max observed number of data points added to the metric.
+}
+
+// init fills ct.cas.total_bytes metric with initial data.
+func (m *metricCtCasTotalBytes) init() {
+	m.data.SetName("ct.cas.total_bytes")
+	m.data.SetDescription("Bytes in a CAS store (ct-cache-report's total_bytes).")
+	m.data.SetUnit("By")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCasTotalBytes) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, casKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cas_kind", casKindAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCasTotalBytes) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCasTotalBytes) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCasTotalBytes(cfg CtCasTotalBytesMetricConfig) metricCtCasTotalBytes {
+	m := metricCtCasTotalBytes{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCasTotalEntries struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   CtCasTotalEntriesMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills ct.cas.total_entries metric with initial data.
+func (m *metricCtCasTotalEntries) init() {
+	m.data.SetName("ct.cas.total_entries")
+	m.data.SetDescription("Entries in a CAS store.")
+	m.data.SetUnit("{entries}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCasTotalEntries) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, casKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cas_kind", casKindAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCasTotalEntries) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCasTotalEntries) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCasTotalEntries(cfg CtCasTotalEntriesMetricConfig) metricCtCasTotalEntries {
+	m := metricCtCasTotalEntries{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCasUniqueBuckets struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   CtCasUniqueBucketsMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills ct.cas.unique_buckets metric with initial data.
+func (m *metricCtCasUniqueBuckets) init() {
+	m.data.SetName("ct.cas.unique_buckets")
+	m.data.SetDescription("Distinct buckets in a CAS store.")
+	m.data.SetUnit("{buckets}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCasUniqueBuckets) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, casKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cas_kind", casKindAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCasUniqueBuckets) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCasUniqueBuckets) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCasUniqueBuckets(cfg CtCasUniqueBucketsMetricConfig) metricCtCasUniqueBuckets {
+	m := metricCtCasUniqueBuckets{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCasWastedBytes struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   CtCasWastedBytesMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills ct.cas.wasted_bytes metric with initial data.
+func (m *metricCtCasWastedBytes) init() {
+	m.data.SetName("ct.cas.wasted_bytes")
+	m.data.SetDescription("Bytes held by duplicate entries of a CAS store.")
+	m.data.SetUnit("By")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCasWastedBytes) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, casKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cas_kind", casKindAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCasWastedBytes) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCasWastedBytes) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCasWastedBytes(cfg CtCasWastedBytesMetricConfig) metricCtCasWastedBytes {
+	m := metricCtCasWastedBytes{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCcacheEvents struct {
+	data     pmetric.Metric             // data buffer for generated metric.
+	config   CtCcacheEventsMetricConfig // metric config provided by user.
+	capacity int                        // max observed number of data points added to the metric.
+}
+
+// init fills ct.ccache.events metric with initial data.
+func (m *metricCtCcacheEvents) init() {
+	m.data.SetName("ct.ccache.events")
+	m.data.SetDescription("ccache event occurrences over the build. Per-build identity: cumulative over the build (ct-cake's form); otherwise summed over the host's builds by the receiver (metrics_temporality).")
+	m.data.SetUnit("{events}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCcacheEvents) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, ccacheEventAttributeValue string, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("ccache_event", ccacheEventAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCcacheEvents) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCcacheEvents) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCcacheEvents(cfg CtCcacheEventsMetricConfig) metricCtCcacheEvents {
+	m := metricCtCcacheEvents{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCcacheHitRate struct {
+	data     pmetric.Metric              // data buffer for generated metric.
+	config   CtCcacheHitRateMetricConfig // metric config provided by user.
+	capacity int                         // max observed number of data points added to the metric.
+}
+
+// init fills ct.ccache.hit_rate metric with initial data.
+func (m *metricCtCcacheHitRate) init() {
+	m.data.SetName("ct.ccache.hit_rate")
+	m.data.SetDescription("Local ccache hit ratio of the build in [0,1].")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCcacheHitRate) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCcacheHitRate) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCcacheHitRate) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCcacheHitRate(cfg CtCcacheHitRateMetricConfig) metricCtCcacheHitRate {
+	m := metricCtCcacheHitRate{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCcacheRemoteHitRate struct {
+	data     pmetric.Metric                    // data buffer for generated metric.
+	config   CtCcacheRemoteHitRateMetricConfig // metric config provided by user.
+	capacity int                               // max observed number of data points added to the metric.
+}
+
+// init fills ct.ccache.remote_hit_rate metric with initial data.
+func (m *metricCtCcacheRemoteHitRate) init() {
+	m.data.SetName("ct.ccache.remote_hit_rate")
+	m.data.SetDescription("Remote ccache hit ratio of the build in [0,1].")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCcacheRemoteHitRate) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCcacheRemoteHitRate) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCcacheRemoteHitRate) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCcacheRemoteHitRate(cfg CtCcacheRemoteHitRateMetricConfig) metricCtCcacheRemoteHitRate {
+	m := metricCtCcacheRemoteHitRate{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtCompiles struct {
+	data     pmetric.Metric         // data buffer for generated metric.
+	config   CtCompilesMetricConfig // metric config provided by user.
+	capacity int                    // max observed number of data points added to the metric.
+}
+
+// init fills ct.compiles metric with initial data.
+func (m *metricCtCompiles) init() {
+	m.data.SetName("ct.compiles")
+	m.data.SetDescription("Compile rules by the cache layer that served them; all four layers for every build with rules.")
+	m.data.SetUnit("{compiles}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtCompiles) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, ctRuleCacheLayerAttributeValue string, ctVariantAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("ct.rule.cache_layer", ctRuleCacheLayerAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtCompiles) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtCompiles) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtCompiles(cfg CtCompilesMetricConfig) metricCtCompiles {
+	m := metricCtCompiles{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtRuleDuration struct {
+	data     pmetric.Metric             // data buffer for generated metric.
+	config   CtRuleDurationMetricConfig // metric config provided by user.
+	capacity int                        // max observed number of data points added to the metric.
+}
+
+// init fills ct.rule.duration metric with initial data.
+func (m *metricCtRuleDuration) init() {
+	m.data.SetName("ct.rule.duration")
+	m.data.SetDescription("Duration of the build's rule spans (below no other rule). Exemplars: the slowest rule span of each bucket, per build.")
+	m.data.SetUnit("s")
+	m.data.SetEmptyHistogram()
+	m.data.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Histogram().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtRuleDuration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctRuleTypeAttributeValue string, ctRuleCacheLayerAttributeValue string, ctVariantAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Histogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetCount(1)
+	dp.SetSum(val)
+	dp.Attributes().PutStr("ct.rule_type", ctRuleTypeAttributeValue)
+	dp.Attributes().PutStr("ct.rule.cache_layer", ctRuleCacheLayerAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtRuleDuration) updateCapacity() {
+	if m.data.Histogram().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Histogram().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtRuleDuration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Histogram().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtRuleDuration(cfg CtRuleDurationMetricConfig) metricCtRuleDuration {
+	m := metricCtRuleDuration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                 MetricsBuilderConfig // config of the metrics builder.
-	startTime              pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity        int                  // maximum observed number of metrics per resource.
-	metricsBuffer          pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo              component.BuildInfo  // contains version information.
-	metricCtCacheTimeSaved metricCtCacheTimeSaved
+	config                         MetricsBuilderConfig // config of the metrics builder.
+	startTime                      pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                int                  // maximum observed number of metrics per resource.
+	metricsBuffer                  pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                      component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter map[string]filter.Filter
+	resourceAttributeExcludeFilter map[string]filter.Filter
+	metricCicdPipelineRunDuration  metricCicdPipelineRunDuration
+	metricCicdPipelineRunErrors    metricCicdPipelineRunErrors
+	metricCtCacheTimeSaved         metricCtCacheTimeSaved
+	metricCtCasDuplicateGroups     metricCtCasDuplicateGroups
+	metricCtCasTotalBytes          metricCtCasTotalBytes
+	metricCtCasTotalEntries        metricCtCasTotalEntries
+	metricCtCasUniqueBuckets       metricCtCasUniqueBuckets
+	metricCtCasWastedBytes         metricCtCasWastedBytes
+	metricCtCcacheEvents           metricCtCcacheEvents
+	metricCtCcacheHitRate          metricCtCcacheHitRate
+	metricCtCcacheRemoteHitRate    metricCtCcacheRemoteHitRate
+	metricCtCompiles               metricCtCompiles
+	metricCtRuleDuration           metricCtRuleDuration
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -181,17 +933,138 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                 mbc,
-		startTime:              pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:          pmetric.NewMetrics(),
-		buildInfo:              settings.BuildInfo,
-		metricCtCacheTimeSaved: newMetricCtCacheTimeSaved(mbc.Metrics.CtCacheTimeSaved),
+		config:                         mbc,
+		startTime:                      pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                  pmetric.NewMetrics(),
+		buildInfo:                      settings.BuildInfo,
+		metricCicdPipelineRunDuration:  newMetricCicdPipelineRunDuration(mbc.Metrics.CicdPipelineRunDuration),
+		metricCicdPipelineRunErrors:    newMetricCicdPipelineRunErrors(mbc.Metrics.CicdPipelineRunErrors),
+		metricCtCacheTimeSaved:         newMetricCtCacheTimeSaved(mbc.Metrics.CtCacheTimeSaved),
+		metricCtCasDuplicateGroups:     newMetricCtCasDuplicateGroups(mbc.Metrics.CtCasDuplicateGroups),
+		metricCtCasTotalBytes:          newMetricCtCasTotalBytes(mbc.Metrics.CtCasTotalBytes),
+		metricCtCasTotalEntries:        newMetricCtCasTotalEntries(mbc.Metrics.CtCasTotalEntries),
+		metricCtCasUniqueBuckets:       newMetricCtCasUniqueBuckets(mbc.Metrics.CtCasUniqueBuckets),
+		metricCtCasWastedBytes:         newMetricCtCasWastedBytes(mbc.Metrics.CtCasWastedBytes),
+		metricCtCcacheEvents:           newMetricCtCcacheEvents(mbc.Metrics.CtCcacheEvents),
+		metricCtCcacheHitRate:          newMetricCtCcacheHitRate(mbc.Metrics.CtCcacheHitRate),
+		metricCtCcacheRemoteHitRate:    newMetricCtCcacheRemoteHitRate(mbc.Metrics.CtCcacheRemoteHitRate),
+		metricCtCompiles:               newMetricCtCompiles(mbc.Metrics.CtCompiles),
+		metricCtRuleDuration:           newMetricCtRuleDuration(mbc.Metrics.CtRuleDuration),
+		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
+	}
+	if mbc.ResourceAttributes.CicdPipelineName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["cicd.pipeline.name"] = filter.CreateFilter(mbc.ResourceAttributes.CicdPipelineName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CicdPipelineName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["cicd.pipeline.name"] = filter.CreateFilter(mbc.ResourceAttributes.CicdPipelineName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.CicdPipelineRunID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["cicd.pipeline.run.id"] = filter.CreateFilter(mbc.ResourceAttributes.CicdPipelineRunID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CicdPipelineRunID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["cicd.pipeline.run.id"] = filter.CreateFilter(mbc.ResourceAttributes.CicdPipelineRunID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.CicdWorkerID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["cicd.worker.id"] = filter.CreateFilter(mbc.ResourceAttributes.CicdWorkerID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CicdWorkerID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["cicd.worker.id"] = filter.CreateFilter(mbc.ResourceAttributes.CicdWorkerID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.CicdWorkerName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["cicd.worker.name"] = filter.CreateFilter(mbc.ResourceAttributes.CicdWorkerName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CicdWorkerName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["cicd.worker.name"] = filter.CreateFilter(mbc.ResourceAttributes.CicdWorkerName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.CtBackend.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["ct.backend"] = filter.CreateFilter(mbc.ResourceAttributes.CtBackend.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CtBackend.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["ct.backend"] = filter.CreateFilter(mbc.ResourceAttributes.CtBackend.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.CtInvocationID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["ct.invocation_id"] = filter.CreateFilter(mbc.ResourceAttributes.CtInvocationID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CtInvocationID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["ct.invocation_id"] = filter.CreateFilter(mbc.ResourceAttributes.CtInvocationID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.CtVariant.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["ct.variant"] = filter.CreateFilter(mbc.ResourceAttributes.CtVariant.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CtVariant.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["ct.variant"] = filter.CreateFilter(mbc.ResourceAttributes.CtVariant.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.GitCommitSha.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["git.commit.sha"] = filter.CreateFilter(mbc.ResourceAttributes.GitCommitSha.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.GitCommitSha.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["git.commit.sha"] = filter.CreateFilter(mbc.ResourceAttributes.GitCommitSha.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.HostName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.HostName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ServiceInstanceID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["service.instance.id"] = filter.CreateFilter(mbc.ResourceAttributes.ServiceInstanceID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ServiceInstanceID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["service.instance.id"] = filter.CreateFilter(mbc.ResourceAttributes.ServiceInstanceID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ServiceName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["service.name"] = filter.CreateFilter(mbc.ResourceAttributes.ServiceName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ServiceName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["service.name"] = filter.CreateFilter(mbc.ResourceAttributes.ServiceName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ServiceNamespace.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["service.namespace"] = filter.CreateFilter(mbc.ResourceAttributes.ServiceNamespace.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ServiceNamespace.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["service.namespace"] = filter.CreateFilter(mbc.ResourceAttributes.ServiceNamespace.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.VcsProviderName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["vcs.provider.name"] = filter.CreateFilter(mbc.ResourceAttributes.VcsProviderName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.VcsProviderName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["vcs.provider.name"] = filter.CreateFilter(mbc.ResourceAttributes.VcsProviderName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.VcsRefHeadName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["vcs.ref.head.name"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRefHeadName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.VcsRefHeadName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["vcs.ref.head.name"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRefHeadName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.VcsRefHeadRevision.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["vcs.ref.head.revision"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRefHeadRevision.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.VcsRefHeadRevision.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["vcs.ref.head.revision"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRefHeadRevision.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.VcsRefHeadType.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["vcs.ref.head.type"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRefHeadType.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.VcsRefHeadType.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["vcs.ref.head.type"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRefHeadType.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.VcsRepositoryURLFull.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["vcs.repository.url.full"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRepositoryURLFull.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.VcsRepositoryURLFull.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["vcs.repository.url.full"] = filter.CreateFilter(mbc.ResourceAttributes.VcsRepositoryURLFull.MetricsExclude)
 	}
 
 	for _, op := range options {
 		op.apply(mb)
 	}
 	return mb
+}
+
+// NewResourceBuilder returns a new resource builder that should be used to build a resource associated with for the emitted metrics.
+func (mb *MetricsBuilder) NewResourceBuilder() *ResourceBuilder {
+	return NewResourceBuilder(mb.config.ResourceAttributes)
 }
 
 // updateCapacity updates max length of metrics and resource attributes that will be used for the slice capacity.
@@ -251,10 +1124,32 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricCicdPipelineRunDuration.emit(ils.Metrics())
+	mb.metricCicdPipelineRunErrors.emit(ils.Metrics())
 	mb.metricCtCacheTimeSaved.emit(ils.Metrics())
+	mb.metricCtCasDuplicateGroups.emit(ils.Metrics())
+	mb.metricCtCasTotalBytes.emit(ils.Metrics())
+	mb.metricCtCasTotalEntries.emit(ils.Metrics())
+	mb.metricCtCasUniqueBuckets.emit(ils.Metrics())
+	mb.metricCtCasWastedBytes.emit(ils.Metrics())
+	mb.metricCtCcacheEvents.emit(ils.Metrics())
+	mb.metricCtCcacheHitRate.emit(ils.Metrics())
+	mb.metricCtCcacheRemoteHitRate.emit(ils.Metrics())
+	mb.metricCtCompiles.emit(ils.Metrics())
+	mb.metricCtRuleDuration.emit(ils.Metrics())
 
 	for _, op := range options {
 		op.apply(rm)
+	}
+	for attr, filter := range mb.resourceAttributeIncludeFilter {
+		if val, ok := rm.Resource().Attributes().Get(attr); ok && !filter.Matches(val.AsString()) {
+			return
+		}
+	}
+	for attr, filter := range mb.resourceAttributeExcludeFilter {
+		if val, ok := rm.Resource().Attributes().Get(attr); ok && filter.Matches(val.AsString()) {
+			return
+		}
 	}
 
 	if ils.Metrics().Len() > 0 {
@@ -273,9 +1168,69 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	return metrics
 }
 
+// RecordCicdPipelineRunDurationDataPoint adds a data point to cicd.pipeline.run.duration metric.
+func (mb *MetricsBuilder) RecordCicdPipelineRunDurationDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, cicdPipelineResultAttributeValue AttributeCicdPipelineResult, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	mb.metricCicdPipelineRunDuration.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, cicdPipelineResultAttributeValue.String(), ctVariantAttributeValue, ctBackendAttributeValue)
+}
+
+// RecordCicdPipelineRunErrorsDataPoint adds a data point to cicd.pipeline.run.errors metric.
+func (mb *MetricsBuilder) RecordCicdPipelineRunErrorsDataPoint(ts pcommon.Timestamp, val int64, cicdPipelineNameAttributeValue string, errorTypeAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	mb.metricCicdPipelineRunErrors.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, errorTypeAttributeValue, ctVariantAttributeValue, ctBackendAttributeValue)
+}
+
 // RecordCtCacheTimeSavedDataPoint adds a data point to ct.cache.time_saved metric.
-func (mb *MetricsBuilder) RecordCtCacheTimeSavedDataPoint(ts pcommon.Timestamp, val float64, cacheLayerAttributeValue AttributeCacheLayer) {
-	mb.metricCtCacheTimeSaved.recordDataPoint(mb.startTime, ts, val, cacheLayerAttributeValue.String())
+func (mb *MetricsBuilder) RecordCtCacheTimeSavedDataPoint(ts pcommon.Timestamp, val float64, ctRuleCacheLayerAttributeValue AttributeCtRuleCacheLayer) {
+	mb.metricCtCacheTimeSaved.recordDataPoint(mb.startTime, ts, val, ctRuleCacheLayerAttributeValue.String())
+}
+
+// RecordCtCasDuplicateGroupsDataPoint adds a data point to ct.cas.duplicate_groups metric.
+func (mb *MetricsBuilder) RecordCtCasDuplicateGroupsDataPoint(ts pcommon.Timestamp, val int64, casKindAttributeValue AttributeCasKind) {
+	mb.metricCtCasDuplicateGroups.recordDataPoint(mb.startTime, ts, val, casKindAttributeValue.String())
+}
+
+// RecordCtCasTotalBytesDataPoint adds a data point to ct.cas.total_bytes metric.
+func (mb *MetricsBuilder) RecordCtCasTotalBytesDataPoint(ts pcommon.Timestamp, val int64, casKindAttributeValue AttributeCasKind) {
+	mb.metricCtCasTotalBytes.recordDataPoint(mb.startTime, ts, val, casKindAttributeValue.String())
+}
+
+// RecordCtCasTotalEntriesDataPoint adds a data point to ct.cas.total_entries metric.
+func (mb *MetricsBuilder) RecordCtCasTotalEntriesDataPoint(ts pcommon.Timestamp, val int64, casKindAttributeValue AttributeCasKind) {
+	mb.metricCtCasTotalEntries.recordDataPoint(mb.startTime, ts, val, casKindAttributeValue.String())
+}
+
+// RecordCtCasUniqueBucketsDataPoint adds a data point to ct.cas.unique_buckets metric.
+func (mb *MetricsBuilder) RecordCtCasUniqueBucketsDataPoint(ts pcommon.Timestamp, val int64, casKindAttributeValue AttributeCasKind) {
+	mb.metricCtCasUniqueBuckets.recordDataPoint(mb.startTime, ts, val, casKindAttributeValue.String())
+}
+
+// RecordCtCasWastedBytesDataPoint adds a data point to ct.cas.wasted_bytes metric.
+func (mb *MetricsBuilder) RecordCtCasWastedBytesDataPoint(ts pcommon.Timestamp, val int64, casKindAttributeValue AttributeCasKind) {
+	mb.metricCtCasWastedBytes.recordDataPoint(mb.startTime, ts, val, casKindAttributeValue.String())
+}
+
+// RecordCtCcacheEventsDataPoint adds a data point to ct.ccache.events metric.
+func (mb *MetricsBuilder) RecordCtCcacheEventsDataPoint(ts pcommon.Timestamp, val int64, ccacheEventAttributeValue string, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	mb.metricCtCcacheEvents.recordDataPoint(mb.startTime, ts, val, ccacheEventAttributeValue, ctVariantAttributeValue, cicdPipelineNameAttributeValue)
+}
+
+// RecordCtCcacheHitRateDataPoint adds a data point to ct.ccache.hit_rate metric.
+func (mb *MetricsBuilder) RecordCtCcacheHitRateDataPoint(ts pcommon.Timestamp, val float64, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	mb.metricCtCcacheHitRate.recordDataPoint(mb.startTime, ts, val, ctVariantAttributeValue, cicdPipelineNameAttributeValue)
+}
+
+// RecordCtCcacheRemoteHitRateDataPoint adds a data point to ct.ccache.remote_hit_rate metric.
+func (mb *MetricsBuilder) RecordCtCcacheRemoteHitRateDataPoint(ts pcommon.Timestamp, val float64, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	mb.metricCtCcacheRemoteHitRate.recordDataPoint(mb.startTime, ts, val, ctVariantAttributeValue, cicdPipelineNameAttributeValue)
+}
+
+// RecordCtCompilesDataPoint adds a data point to ct.compiles metric.
+func (mb *MetricsBuilder) RecordCtCompilesDataPoint(ts pcommon.Timestamp, val int64, ctRuleCacheLayerAttributeValue AttributeCtRuleCacheLayer, ctVariantAttributeValue string) {
+	mb.metricCtCompiles.recordDataPoint(mb.startTime, ts, val, ctRuleCacheLayerAttributeValue.String(), ctVariantAttributeValue)
+}
+
+// RecordCtRuleDurationDataPoint adds a data point to ct.rule.duration metric.
+func (mb *MetricsBuilder) RecordCtRuleDurationDataPoint(ts pcommon.Timestamp, val float64, ctRuleTypeAttributeValue string, ctRuleCacheLayerAttributeValue AttributeCtRuleCacheLayer, ctVariantAttributeValue string) {
+	mb.metricCtRuleDuration.recordDataPoint(mb.startTime, ts, val, ctRuleTypeAttributeValue, ctRuleCacheLayerAttributeValue.String(), ctVariantAttributeValue)
 }
 
 // Reset resets metrics builder to its initial state. It should be used when external metrics source is restarted,

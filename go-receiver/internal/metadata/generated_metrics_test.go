@@ -19,7 +19,6 @@ const (
 	testDataSetDefault testDataSet = iota
 	testDataSetAll
 	testDataSetNone
-	testDataSetReag
 )
 
 func TestMetricsBuilder(t *testing.T) {
@@ -38,14 +37,18 @@ func TestMetricsBuilder(t *testing.T) {
 			resAttrsSet: testDataSetAll,
 		},
 		{
-			name:        "reaggregate_set",
-			metricsSet:  testDataSetReag,
-			resAttrsSet: testDataSetReag,
-		},
-		{
 			name:        "none_set",
 			metricsSet:  testDataSetNone,
 			resAttrsSet: testDataSetNone,
+			expectEmpty: true,
+		},
+		{
+			name:        "filter_set_include",
+			resAttrsSet: testDataSetAll,
+		},
+		{
+			name:        "filter_set_exclude",
+			resAttrsSet: testDataSetAll,
 			expectEmpty: true,
 		},
 	}
@@ -57,28 +60,72 @@ func TestMetricsBuilder(t *testing.T) {
 			settings := receivertest.NewNopSettings(receivertest.NopType)
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
-			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
-			aggMap["ct.cache.time_saved"] = mb.metricCtCacheTimeSaved.config.AggregationStrategy
 
 			expectedWarnings := 0
-			if tt.metricsSet != testDataSetReag {
-				assert.Equal(t, expectedWarnings, observedLogs.Len())
-			}
+			assert.Equal(t, expectedWarnings, observedLogs.Len())
 
 			defaultMetricsCount := 0
 			allMetricsCount := 0
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordCtCacheTimeSavedDataPoint(ts, 1, AttributeCacheLayerCas)
-			if tt.name == "reaggregate_set" {
-				mb.RecordCtCacheTimeSavedDataPoint(ts, 3, AttributeCacheLayerCcache)
-			}
+			mb.RecordCicdPipelineRunDurationDataPoint(ts, 1, "cicd.pipeline.name-val", AttributeCicdPipelineResultSuccess, "ct.variant-val", "ct.backend-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCicdPipelineRunErrorsDataPoint(ts, 1, "cicd.pipeline.name-val", "error.type-val", "ct.variant-val", "ct.backend-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCacheTimeSavedDataPoint(ts, 1, AttributeCtRuleCacheLayerCas)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCasDuplicateGroupsDataPoint(ts, 1, AttributeCasKindObj)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCasTotalBytesDataPoint(ts, 1, AttributeCasKindObj)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCasTotalEntriesDataPoint(ts, 1, AttributeCasKindObj)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCasUniqueBucketsDataPoint(ts, 1, AttributeCasKindObj)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCasWastedBytesDataPoint(ts, 1, AttributeCasKindObj)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCcacheEventsDataPoint(ts, 1, "ccache_event-val", "ct.variant-val", "cicd.pipeline.name-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCcacheHitRateDataPoint(ts, 1, "ct.variant-val", "cicd.pipeline.name-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCcacheRemoteHitRateDataPoint(ts, 1, "ct.variant-val", "cicd.pipeline.name-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCompilesDataPoint(ts, 1, AttributeCtRuleCacheLayerCas, "ct.variant-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtRuleDurationDataPoint(ts, 1, "ct.rule_type-val", AttributeCtRuleCacheLayerCas, "ct.variant-val")
 
-			res := pcommon.NewResource()
+			rb := mb.NewResourceBuilder()
+			rb.SetCicdPipelineName("cicd.pipeline.name-val")
+			rb.SetCicdPipelineRunID("cicd.pipeline.run.id-val")
+			rb.SetCicdWorkerID("cicd.worker.id-val")
+			rb.SetCicdWorkerName("cicd.worker.name-val")
+			rb.SetCtBackend("ct.backend-val")
+			rb.SetCtInvocationID("ct.invocation_id-val")
+			rb.SetCtVariant("ct.variant-val")
+			rb.SetGitCommitSha("git.commit.sha-val")
+			rb.SetHostName("host.name-val")
+			rb.SetServiceInstanceID("service.instance.id-val")
+			rb.SetServiceName("service.name-val")
+			rb.SetServiceNamespace("service.namespace-val")
+			rb.SetVcsProviderName("vcs.provider.name-val")
+			rb.SetVcsRefHeadName("vcs.ref.head.name-val")
+			rb.SetVcsRefHeadRevision("vcs.ref.head.revision-val")
+			rb.SetVcsRefHeadType("vcs.ref.head.type-val")
+			rb.SetVcsRepositoryURLFull("vcs.repository.url.full-val")
+			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
-			if tt.name == "reaggregate_set" {
-				assert.Empty(t, mb.metricCtCacheTimeSaved.aggDataPoints)
-			}
 
 			if tt.expectEmpty {
 				assert.Equal(t, 0, metrics.ResourceMetrics().Len())
@@ -105,50 +152,250 @@ func TestMetricsBuilder(t *testing.T) {
 			validatedMetrics := make(map[string]bool)
 			for _, mi := range allMetricsList {
 				switch mi.Name() {
+				case "cicd.pipeline.run.duration":
+					assert.False(t, validatedMetrics["cicd.pipeline.run.duration"], "Found a duplicate in the metrics slice: cicd.pipeline.run.duration")
+					validatedMetrics["cicd.pipeline.run.duration"] = true
+					assert.Equal(t, pmetric.MetricTypeHistogram, mi.Type())
+					assert.Equal(t, 1, mi.Histogram().DataPoints().Len())
+					assert.Equal(t, "Duration of a build, from its timing.json. One observation per build; exemplar: the build's root span.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Histogram().AggregationTemporality())
+					dp := mi.Histogram().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, uint64(1), dp.Count())
+					assert.InDelta(t, float64(1), dp.Sum(), 0.01)
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					cicdPipelineResultAttrVal, ok := dp.Attributes().Get("cicd.pipeline.result")
+					assert.True(t, ok)
+					assert.Equal(t, "success", cicdPipelineResultAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					ctBackendAttrVal, ok := dp.Attributes().Get("ct.backend")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.backend-val", ctBackendAttrVal.Str())
+				case "cicd.pipeline.run.errors":
+					assert.False(t, validatedMetrics["cicd.pipeline.run.errors"], "Found a duplicate in the metrics slice: cicd.pipeline.run.errors")
+					validatedMetrics["cicd.pipeline.run.errors"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Failed builds: 1 for a build whose phases say it failed; nothing for a success or a build whose result the files do not decide.", mi.Description())
+					assert.Equal(t, "{error}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
+					assert.True(t, ok)
+					assert.Equal(t, "error.type-val", errorTypeAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					ctBackendAttrVal, ok := dp.Attributes().Get("ct.backend")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.backend-val", ctBackendAttrVal.Str())
 				case "ct.cache.time_saved":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["ct.cache.time_saved"], "Found a duplicate in the metrics slice: ct.cache.time_saved")
-						validatedMetrics["ct.cache.time_saved"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Time cache hits saved over a build, by layer - each hit's target's last actual compile minus the hit (negative when the cache was slower); needs history.enabled.", mi.Description())
-						assert.Equal(t, "s", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						cacheLayerAttrVal, ok := dp.Attributes().Get("ct.rule.cache_layer")
-						assert.True(t, ok)
-						assert.Equal(t, "cas", cacheLayerAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["ct.cache.time_saved"], "Found a duplicate in the metrics slice: ct.cache.time_saved")
-						validatedMetrics["ct.cache.time_saved"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Time cache hits saved over a build, by layer - each hit's target's last actual compile minus the hit (negative when the cache was slower); needs history.enabled.", mi.Description())
-						assert.Equal(t, "s", mi.Unit())
-						assert.False(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						switch aggMap["ct.cache.time_saved"] {
-						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
-						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
-						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
-						}
-						_, ok := dp.Attributes().Get("ct.rule.cache_layer")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["ct.cache.time_saved"], "Found a duplicate in the metrics slice: ct.cache.time_saved")
+					validatedMetrics["ct.cache.time_saved"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time cache hits saved, by layer: each hit's target's last actual compile minus the hit (negative when the cache was slower); needs history.enabled.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					ctRuleCacheLayerAttrVal, ok := dp.Attributes().Get("ct.rule.cache_layer")
+					assert.True(t, ok)
+					assert.Equal(t, "cas", ctRuleCacheLayerAttrVal.Str())
+				case "ct.cas.duplicate_groups":
+					assert.False(t, validatedMetrics["ct.cas.duplicate_groups"], "Found a duplicate in the metrics slice: ct.cas.duplicate_groups")
+					validatedMetrics["ct.cas.duplicate_groups"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Groups of duplicate entries in a CAS store.", mi.Description())
+					assert.Equal(t, "{groups}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					casKindAttrVal, ok := dp.Attributes().Get("cas_kind")
+					assert.True(t, ok)
+					assert.Equal(t, "obj", casKindAttrVal.Str())
+				case "ct.cas.total_bytes":
+					assert.False(t, validatedMetrics["ct.cas.total_bytes"], "Found a duplicate in the metrics slice: ct.cas.total_bytes")
+					validatedMetrics["ct.cas.total_bytes"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Bytes in a CAS store (ct-cache-report's total_bytes).", mi.Description())
+					assert.Equal(t, "By", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					casKindAttrVal, ok := dp.Attributes().Get("cas_kind")
+					assert.True(t, ok)
+					assert.Equal(t, "obj", casKindAttrVal.Str())
+				case "ct.cas.total_entries":
+					assert.False(t, validatedMetrics["ct.cas.total_entries"], "Found a duplicate in the metrics slice: ct.cas.total_entries")
+					validatedMetrics["ct.cas.total_entries"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Entries in a CAS store.", mi.Description())
+					assert.Equal(t, "{entries}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					casKindAttrVal, ok := dp.Attributes().Get("cas_kind")
+					assert.True(t, ok)
+					assert.Equal(t, "obj", casKindAttrVal.Str())
+				case "ct.cas.unique_buckets":
+					assert.False(t, validatedMetrics["ct.cas.unique_buckets"], "Found a duplicate in the metrics slice: ct.cas.unique_buckets")
+					validatedMetrics["ct.cas.unique_buckets"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Distinct buckets in a CAS store.", mi.Description())
+					assert.Equal(t, "{buckets}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					casKindAttrVal, ok := dp.Attributes().Get("cas_kind")
+					assert.True(t, ok)
+					assert.Equal(t, "obj", casKindAttrVal.Str())
+				case "ct.cas.wasted_bytes":
+					assert.False(t, validatedMetrics["ct.cas.wasted_bytes"], "Found a duplicate in the metrics slice: ct.cas.wasted_bytes")
+					validatedMetrics["ct.cas.wasted_bytes"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Bytes held by duplicate entries of a CAS store.", mi.Description())
+					assert.Equal(t, "By", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					casKindAttrVal, ok := dp.Attributes().Get("cas_kind")
+					assert.True(t, ok)
+					assert.Equal(t, "obj", casKindAttrVal.Str())
+				case "ct.ccache.events":
+					assert.False(t, validatedMetrics["ct.ccache.events"], "Found a duplicate in the metrics slice: ct.ccache.events")
+					validatedMetrics["ct.ccache.events"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "ccache event occurrences over the build. Per-build identity: cumulative over the build (ct-cake's form); otherwise summed over the host's builds by the receiver (metrics_temporality).", mi.Description())
+					assert.Equal(t, "{events}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					ccacheEventAttrVal, ok := dp.Attributes().Get("ccache_event")
+					assert.True(t, ok)
+					assert.Equal(t, "ccache_event-val", ccacheEventAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+				case "ct.ccache.hit_rate":
+					assert.False(t, validatedMetrics["ct.ccache.hit_rate"], "Found a duplicate in the metrics slice: ct.ccache.hit_rate")
+					validatedMetrics["ct.ccache.hit_rate"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Local ccache hit ratio of the build in [0,1].", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+				case "ct.ccache.remote_hit_rate":
+					assert.False(t, validatedMetrics["ct.ccache.remote_hit_rate"], "Found a duplicate in the metrics slice: ct.ccache.remote_hit_rate")
+					validatedMetrics["ct.ccache.remote_hit_rate"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Remote ccache hit ratio of the build in [0,1].", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+				case "ct.compiles":
+					assert.False(t, validatedMetrics["ct.compiles"], "Found a duplicate in the metrics slice: ct.compiles")
+					validatedMetrics["ct.compiles"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Compile rules by the cache layer that served them; all four layers for every build with rules.", mi.Description())
+					assert.Equal(t, "{compiles}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					ctRuleCacheLayerAttrVal, ok := dp.Attributes().Get("ct.rule.cache_layer")
+					assert.True(t, ok)
+					assert.Equal(t, "cas", ctRuleCacheLayerAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+				case "ct.rule.duration":
+					assert.False(t, validatedMetrics["ct.rule.duration"], "Found a duplicate in the metrics slice: ct.rule.duration")
+					validatedMetrics["ct.rule.duration"] = true
+					assert.Equal(t, pmetric.MetricTypeHistogram, mi.Type())
+					assert.Equal(t, 1, mi.Histogram().DataPoints().Len())
+					assert.Equal(t, "Duration of the build's rule spans (below no other rule). Exemplars: the slowest rule span of each bucket, per build.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Histogram().AggregationTemporality())
+					dp := mi.Histogram().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, uint64(1), dp.Count())
+					assert.InDelta(t, float64(1), dp.Sum(), 0.01)
+					ctRuleTypeAttrVal, ok := dp.Attributes().Get("ct.rule_type")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.rule_type-val", ctRuleTypeAttrVal.Str())
+					ctRuleCacheLayerAttrVal, ok := dp.Attributes().Get("ct.rule.cache_layer")
+					assert.True(t, ok)
+					assert.Equal(t, "cas", ctRuleCacheLayerAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
 				}
 			}
 		})

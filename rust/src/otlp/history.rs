@@ -63,8 +63,15 @@ pub fn push_rule_history_attributes(a: &mut AttrBuilder, h: RuleHistory) {
 /// What the time-saved metric of one build is made from.
 pub struct TimeSavedInput<'x> {
     pub summary: &'x HistorySummary,
-    /// The build's metrics resource (`ct.invocation_id` = trace id in hex).
+    /// The metrics resource: the build's (`ct.invocation_id` = trace id in
+    /// hex) or, when a host's builds share series, the host's.
     pub resource: Resource,
+    /// Cumulative over the build (its own series) or the build's delta of
+    /// a series the host's builds share.
+    pub temporality: AggregationTemporality,
+    /// Attributes every point carries (the build's keys when series are
+    /// shared: `ct.variant`, `cicd.pipeline.name`); empty ones are omitted.
+    pub point_attributes: Vec<(&'static str, String)>,
     /// Build start and end, Unix ns.
     pub start_unix_nano: u64,
     pub time_unix_nano: u64,
@@ -84,8 +91,11 @@ pub fn encode_time_saved_request(input: TimeSavedInput) -> Option<(Vec<u8>, u64)
     let points: Vec<NumberDataPoint> = by_layer
         .iter()
         .map(|(layer, saved)| {
-            let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 1);
+            let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 1 + input.point_attributes.len());
             a.string(CACHE_LAYER_KEY, layer.as_str());
+            for (key, value) in input.point_attributes.iter().filter(|(_, v)| !v.is_empty()) {
+                a.string(key, value);
+            }
             NumberDataPoint {
                 attributes: a.finish().0,
                 start_time_unix_nano: input.start_unix_nano,
@@ -107,7 +117,7 @@ pub fn encode_time_saved_request(input: TimeSavedInput) -> Option<(Vec<u8>, u64)
                     unit: "s".to_owned(),
                     data: Some(Data::Sum(Sum {
                         data_points: points,
-                        aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                        aggregation_temporality: input.temporality as i32,
                         is_monotonic: false,
                     })),
                     ..Default::default()
@@ -171,6 +181,8 @@ mod tests {
             start_unix_nano: 10,
             time_unix_nano: 20,
             max_attribute_len: 100,
+            temporality: AggregationTemporality::Cumulative,
+            point_attributes: Vec::new(),
         };
         let (bytes, points) = encode_time_saved_request(input).unwrap();
         assert_eq!(points, 2);
@@ -213,6 +225,8 @@ mod tests {
             start_unix_nano: 0,
             time_unix_nano: 0,
             max_attribute_len: 100,
+            temporality: AggregationTemporality::Cumulative,
+            point_attributes: Vec::new(),
         }
     }
 }

@@ -7,11 +7,12 @@
 //! 2. the statslog the receiver passed (`req.statslog`) — for the trace
 //!    (summary, `H`, per-TU attribution) and for the metrics;
 //! 3. the outcomes log the receiver passed (`req.outcomes`), merged into the
-//!    rules — trace only, since metrics do not depend on rule metadata;
-//! 4. per-TU ccache attribution on top of the merged metadata — trace only;
+//!    rules — for the trace and the build metrics (`ct.rule.cache_layer`);
+//! 4. per-TU ccache attribution on top of the merged metadata — likewise;
 //! 5. the build analytics from the rules' times — trace only;
-//! 6. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans)
-//!    and/or the ccache metrics.
+//! 6. the metrics: the ccache metrics and the build metrics (rule durations
+//!    and compile counts need the merged metadata of steps 3 and 4);
+//! 7. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -27,14 +28,18 @@ use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
 use crate::history::HistoryFacts;
 use crate::otlp::history::history_root_attributes;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, ResourceMetrics};
+use prost::Message;
+
 use crate::otlp::semconv;
 use crate::otlp::{
-    analytics_root_attributes, build_resource, encode_metrics_request, encode_trace_request_into,
-    root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput,
-    TraceInput, TraceStats,
+    analytics_root_attributes, build_resource, build_scope_metrics, ccache_scope_metrics,
+    encode_trace_request_into, host_resource, root_attributes_with_ccache, snapshot_scope_spans,
+    with_invocation_id, BuildMetricsInput, MetricsInput, SnapshotInput, TraceInput, TraceStats,
 };
 use crate::outcomes;
-use crate::request::{BuildOutput, BuildRequest, Summary};
+use crate::request::{BuildOutput, BuildRequest, MetricIdentity, Summary};
 use crate::statslog::{self, Keep, Statslog};
 use crate::timing::{self, aggregates, Build, Clock};
 use crate::warnings::Warnings;
@@ -52,6 +57,9 @@ struct Wanted {
     /// span, so it needs the traces signal, not the metrics one (a pipeline
     /// that turns metrics into spans usually has no metrics consumer).
     snapshot: bool,
+    /// The build metrics (`cicd.pipeline.run.*`, `ct.rule.duration`,
+    /// `ct.compiles`).
+    build_metrics: bool,
 }
 
 impl Wanted {
@@ -60,6 +68,7 @@ impl Wanted {
             traces: req.signals.traces,
             metrics: req.signals.metrics && !req.metrics_as_spans,
             snapshot: req.signals.traces && req.metrics_as_spans,
+            build_metrics: req.signals.metrics && req.build_metrics,
         }
     }
 }
@@ -98,9 +107,10 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     // The compile history needs the rules' cache layers (side files), for
     // the trace's attributes or the time-saved metric.
     let history = req.history.as_deref().filter(|_| wanted.traces || wanted.metrics);
-    if wanted.traces || (wanted.metrics && ccache.is_some()) || history.is_some() {
+    let ccache_metrics = ccache.filter(|_| wanted.metrics);
+    if wanted.traces || wanted.build_metrics || ccache_metrics.is_some() || history.is_some() {
         let id = Identity::of(req, &build, &path, &mut warnings)?;
-        if wanted.traces || history.is_some() {
+        if wanted.traces || wanted.build_metrics || history.is_some() {
             apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
             cancel.check()?;
         }
@@ -114,16 +124,14 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
                 &req.invocation_dir,
             )
         });
-        if let Some(log) = ccache.filter(|_| wanted.metrics) {
-            let (bytes, points) = encode_metrics(req, log, &id, &mut warnings);
+        if ccache_metrics.is_some() || wanted.build_metrics {
+            let build_metrics = wanted.build_metrics.then_some(&build);
+            let (bytes, points) = encode_metrics(req, ccache_metrics, build_metrics, &id, &mut warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
         }
         if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
-            let max = req.limits.max_attribute_len;
-            let resource = with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max);
-            output.summary.metric_points +=
-                history::append_time_saved(&mut output.metrics, facts, resource, (id.start, id.end), max);
+            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
         }
         if wanted.traces {
             let snapshot = ccache.filter(|_| wanted.snapshot);
@@ -152,6 +160,8 @@ struct Identity {
     /// Build start and end, Unix ns.
     start: u64,
     end: u64,
+    /// `ct.variant`, for the points of series the host's builds share.
+    variant: String,
 }
 
 impl Identity {
@@ -174,26 +184,103 @@ impl Identity {
             resource,
             start: unix_nanos(start),
             end: unix_nanos(end),
+            variant: build.variant.clone(),
         })
     }
 }
 
-/// The ccache metrics: the trace's resource, identified by the trace id.
+/// The compile history's `ct.cache.time_saved`, appended to the build's
+/// metrics in the same series identity as its other metrics.
+fn append_time_saved(
+    req: &BuildRequest,
+    metrics: &mut Option<Vec<u8>>,
+    facts: &HistoryFacts,
+    id: &Identity,
+) -> u64 {
+    let max_attribute_len = req.limits.max_attribute_len;
+    let series = if req.metric_identity == MetricIdentity::Build {
+        history::MetricSeries {
+            resource: with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len),
+            temporality: AggregationTemporality::Cumulative,
+            point_attributes: Vec::new(),
+        }
+    } else {
+        history::MetricSeries {
+            resource: host_resource(req),
+            temporality: AggregationTemporality::Delta,
+            point_attributes: vec![
+                ("ct.variant", id.variant.clone()),
+                (semconv::PIPELINE_NAME, req.pipeline_name.clone()),
+            ],
+        }
+    };
+    history::append_time_saved(metrics, facts, series, (id.start, id.end), max_attribute_len)
+}
+
+/// The build's metrics request: one resource — the trace's, identified by
+/// the trace id (per-build identity, ct-cake's form), or the host's — with
+/// the ccache scope (when there is a statslog) and the build metrics' scope
+/// (when asked for).
 fn encode_metrics(
     req: &BuildRequest,
-    log: &Statslog,
+    ccache: Option<&Statslog>,
+    build: Option<&Build>,
     id: &Identity,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, u64) {
     let max_attribute_len = req.limits.max_attribute_len;
-    let input = MetricsInput {
-        statslog: log,
-        resource: with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len),
-        start_unix_nano: id.start,
-        time_unix_nano: id.end,
-        max_attribute_len,
+    let per_build = req.metric_identity == MetricIdentity::Build;
+    let resource = if per_build {
+        with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len)
+    } else {
+        host_resource(req)
     };
-    encode_metrics_request(input, warnings)
+    let mut scope_metrics = Vec::with_capacity(2);
+    let mut points = 0;
+    if let Some(log) = ccache {
+        let input = MetricsInput {
+            statslog: log,
+            resource: Resource::default(),
+            start_unix_nano: id.start,
+            time_unix_nano: id.end,
+            max_attribute_len,
+            per_build,
+            shared_series_attributes: vec![
+                ("ct.variant", id.variant.clone()),
+                (semconv::PIPELINE_NAME, req.pipeline_name.clone()),
+            ],
+        };
+        let (scope, n) = ccache_scope_metrics(&input, warnings);
+        scope_metrics.push(scope);
+        points += n;
+    }
+    if let Some(build) = build {
+        let input = BuildMetricsInput {
+            build,
+            clock: &id.clock,
+            trace_id: id.trace_id,
+            pipeline_name: &req.pipeline_name,
+            start_unix_nano: id.start,
+            time_unix_nano: id.end,
+            temporality: if per_build {
+                AggregationTemporality::Cumulative
+            } else {
+                AggregationTemporality::Delta
+            },
+            max_attribute_len,
+        };
+        let (scope, n) = build_scope_metrics(&input);
+        scope_metrics.push(scope);
+        points += n;
+    }
+    let request = ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource),
+            scope_metrics,
+            schema_url: String::new(),
+        }],
+    };
+    (request.encode_to_vec(), points)
 }
 
 /// The trace: root attributes from the rules and the statslog, the build
@@ -257,11 +344,11 @@ fn load_statslog(
     wanted: Wanted,
     warnings: &mut Warnings,
 ) -> Option<Statslog> {
-    if !(wanted.traces || wanted.metrics) {
+    if !(wanted.traces || wanted.metrics || wanted.build_metrics) {
         return None;
     }
     let path = req.statslog.as_deref()?;
-    let keep = if wanted.traces {
+    let keep = if wanted.traces || wanted.build_metrics {
         Keep::Blocks
     } else {
         Keep::CountsOnly

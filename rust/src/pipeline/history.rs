@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use opentelemetry_proto::tonic::metrics::v1::AggregationTemporality;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
 use crate::history::{BuildKey, History, HistoryFacts};
@@ -30,19 +31,30 @@ pub fn evaluate(
     history.evaluate(build, clock, host, key, &staging_id(invocation_dir))
 }
 
+/// Which series a build's metrics points belong to (see
+/// `MetricIdentity`): the resource, the temporality of sums and
+/// histograms, and the build keys the points carry when series are shared.
+pub struct MetricSeries {
+    pub resource: Resource,
+    pub temporality: AggregationTemporality,
+    pub point_attributes: Vec<(&'static str, String)>,
+}
+
 /// Appends the `ct.cache.time_saved` request to the build's metrics bytes
 /// (protobuf concatenation appends the `resource_metrics`); returns the
 /// points added.
 pub fn append_time_saved(
     metrics: &mut Option<Vec<u8>>,
     facts: &HistoryFacts,
-    resource: Resource,
+    series: MetricSeries,
     (start, end): (u64, u64),
     max_attribute_len: u32,
 ) -> u64 {
     let input = TimeSavedInput {
         summary: facts.summary(),
-        resource,
+        resource: series.resource,
+        temporality: series.temporality,
+        point_attributes: series.point_attributes,
         start_unix_nano: start,
         time_unix_nano: end,
         max_attribute_len,
