@@ -37,4 +37,6 @@ pub mod warnings;
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};
 pub use pipeline::{process_build, scan_set};
-pub use request::{BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, Signals, Summary, Vcs};
+pub use request::{
+    BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, MetricIdentity, Signals, Summary, Vcs,
+};

@@ -78,6 +78,26 @@ pub struct BuildRequest {
     /// Kind of the root span: INTERNAL as ct-cake, or SERVER as the CI/CD
     /// conventions want a pipeline run.
     pub root_span_server: bool,
+    /// Also produce the build metrics (`cicd.pipeline.run.*`,
+    /// `ct.rule.duration`, `ct.compiles`) with the metrics signal.
+    pub build_metrics: bool,
+    /// What the metrics' series identify: each build (ct-cake's form) or the
+    /// host, whose builds then share series.
+    pub metric_identity: MetricIdentity,
+}
+
+/// What a build's metrics are the series of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricIdentity {
+    /// The build's own resource (`service.instance.id` = host:pid,
+    /// `ct.invocation_id`, …): every build is new series, each point
+    /// cumulative over its build. ct-cake's form, byte for byte.
+    Build,
+    /// A resource that is the same for every build of the host
+    /// (`service.instance.id` = the host name): points are the build's
+    /// deltas, per-build keys (`ct.variant`, `cicd.pipeline.name`) move to
+    /// the points.
+    Host,
 }
 
 /// What the receiver knows of the source tree's version control; an empty
@@ -110,6 +130,8 @@ impl BuildRequest {
             pipeline_name: String::new(),
             vcs: Vcs::default(),
             root_span_server: false,
+            build_metrics: false,
+            metric_identity: MetricIdentity::Build,
         }
     }
 }

@@ -31,6 +31,19 @@
 #define CT_FLAG_ROOT_SPAN_SERVER 2
 
 /**
+ * Flag: with the metrics signal, also produce the build metrics
+ * (`cicd.pipeline.run.*`, `ct.rule.duration`, `ct.compiles`).
+ */
+#define CT_FLAG_BUILD_METRICS 4
+
+/**
+ * Flag: the metrics' series identify the host, not the build (a resource
+ * shared by the host's builds, per-build deltas); without it each build is
+ * its own series, as ct-cake sends them.
+ */
+#define CT_FLAG_HOST_METRIC_IDENTITY 8
+
+/**
  * Flag (test hook): panic inside the call, to prove the guard holds.
  */
 #define CT_FLAG_FORCE_PANIC 2147483648

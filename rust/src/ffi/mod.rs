@@ -23,7 +23,7 @@ use export::{export, free_handle, free_result, lines_buffer, new_handle, optiona
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
 use crate::pipeline::process_build;
-use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary, Vcs};
+use crate::request::{BuildOutput, BuildRequest, Limits, MetricIdentity, Signals, Summary, Vcs};
 
 pub use abi::ct_header_sha256;
 
@@ -37,6 +37,13 @@ pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
 /// Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
 /// run) instead of ct-cake's INTERNAL.
 pub const CT_FLAG_ROOT_SPAN_SERVER: u32 = 2;
+/// Flag: with the metrics signal, also produce the build metrics
+/// (`cicd.pipeline.run.*`, `ct.rule.duration`, `ct.compiles`).
+pub const CT_FLAG_BUILD_METRICS: u32 = 4;
+/// Flag: the metrics' series identify the host, not the build (a resource
+/// shared by the host's builds, per-build deltas); without it each build is
+/// its own series, as ct-cake sends them.
+pub const CT_FLAG_HOST_METRIC_IDENTITY: u32 = 8;
 /// Flag (test hook): panic inside the call, to prove the guard holds.
 pub const CT_FLAG_FORCE_PANIC: u32 = 0x8000_0000;
 
@@ -248,6 +255,10 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
     request.signals = decode_signals(req.signals);
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
     request.root_span_server = req.flags & CT_FLAG_ROOT_SPAN_SERVER != 0;
+    request.build_metrics = req.flags & CT_FLAG_BUILD_METRICS != 0;
+    if req.flags & CT_FLAG_HOST_METRIC_IDENTITY != 0 {
+        request.metric_identity = MetricIdentity::Host;
+    }
     request.limits = decode_limits(&req.limits);
     request.pipeline_name = text_of(pipeline);
     request.vcs = Vcs {

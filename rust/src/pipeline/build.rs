@@ -7,11 +7,12 @@
 //! 2. the statslog the receiver passed (`req.statslog`) — for the trace
 //!    (summary, `H`, per-TU attribution) and for the metrics;
 //! 3. the outcomes log the receiver passed (`req.outcomes`), merged into the
-//!    rules — trace only, since metrics do not depend on rule metadata;
-//! 4. per-TU ccache attribution on top of the merged metadata — trace only;
+//!    rules — for the trace and the build metrics (`ct.rule.cache_layer`);
+//! 4. per-TU ccache attribution on top of the merged metadata — likewise;
 //! 5. the build analytics from the rules' times — trace only;
-//! 6. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans)
-//!    and/or the ccache metrics.
+//! 6. the metrics: the ccache metrics and the build metrics (rule durations
+//!    and compile counts need the merged metadata of steps 3 and 4);
+//! 7. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -24,14 +25,18 @@ use crate::input::InvocationDir;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, ResourceMetrics};
+use prost::Message;
+
 use crate::otlp::semconv;
 use crate::otlp::{
-    analytics_root_attributes, build_resource, encode_metrics_request, encode_trace_request_into,
-    root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, MetricsInput, SnapshotInput,
-    TraceInput, TraceStats,
+    analytics_root_attributes, build_resource, build_scope_metrics, ccache_scope_metrics,
+    encode_trace_request_into, host_resource, root_attributes_with_ccache, snapshot_scope_spans,
+    with_invocation_id, BuildMetricsInput, MetricsInput, SnapshotInput, TraceInput, TraceStats,
 };
 use crate::outcomes;
-use crate::request::{BuildOutput, BuildRequest, Summary};
+use crate::request::{BuildOutput, BuildRequest, MetricIdentity, Summary};
 use crate::statslog::{self, Keep, Statslog};
 use crate::timing::{self, aggregates, Build, Clock};
 use crate::warnings::Warnings;
@@ -49,6 +54,9 @@ struct Wanted {
     /// span, so it needs the traces signal, not the metrics one (a pipeline
     /// that turns metrics into spans usually has no metrics consumer).
     snapshot: bool,
+    /// The build metrics (`cicd.pipeline.run.*`, `ct.rule.duration`,
+    /// `ct.compiles`).
+    build_metrics: bool,
 }
 
 impl Wanted {
@@ -57,6 +65,7 @@ impl Wanted {
             traces: req.signals.traces,
             metrics: req.signals.metrics && !req.metrics_as_spans,
             snapshot: req.signals.traces && req.metrics_as_spans,
+            build_metrics: req.signals.metrics && req.build_metrics,
         }
     }
 }
@@ -92,16 +101,20 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     cancel.check()?;
 
     let mut output = BuildOutput::default();
-    if wanted.traces || (wanted.metrics && ccache.is_some()) {
+    let ccache_metrics = ccache.filter(|_| wanted.metrics);
+    if wanted.traces || wanted.build_metrics || ccache_metrics.is_some() {
         let id = Identity::of(req, &build, &path, &mut warnings)?;
-        if let Some(log) = ccache.filter(|_| wanted.metrics) {
-            let (bytes, points) = encode_metrics(req, log, &id, &mut warnings);
+        if wanted.traces || wanted.build_metrics {
+            apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
+            cancel.check()?;
+        }
+        if ccache_metrics.is_some() || wanted.build_metrics {
+            let build_metrics = wanted.build_metrics.then_some(&build);
+            let (bytes, points) = encode_metrics(req, ccache_metrics, build_metrics, &id, &mut warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
         }
         if wanted.traces {
-            apply_side_files(req, &dir, &mut build, ccache, &mut warnings);
-            cancel.check()?;
             let snapshot = ccache.filter(|_| wanted.snapshot);
             let buf = spare.unwrap_or_default();
             let (bytes, stats) = encode_trace(req, &build, ccache, snapshot, id, buf, &mut warnings);
@@ -128,6 +141,8 @@ struct Identity {
     /// Build start and end, Unix ns.
     start: u64,
     end: u64,
+    /// `ct.variant`, for the points of series the host's builds share.
+    variant: String,
 }
 
 impl Identity {
@@ -150,26 +165,75 @@ impl Identity {
             resource,
             start: unix_nanos(start),
             end: unix_nanos(end),
+            variant: build.variant.clone(),
         })
     }
 }
 
-/// The ccache metrics: the trace's resource, identified by the trace id.
+/// The build's metrics request: one resource — the trace's, identified by
+/// the trace id (per-build identity, ct-cake's form), or the host's — with
+/// the ccache scope (when there is a statslog) and the build metrics' scope
+/// (when asked for).
 fn encode_metrics(
     req: &BuildRequest,
-    log: &Statslog,
+    ccache: Option<&Statslog>,
+    build: Option<&Build>,
     id: &Identity,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, u64) {
     let max_attribute_len = req.limits.max_attribute_len;
-    let input = MetricsInput {
-        statslog: log,
-        resource: with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len),
-        start_unix_nano: id.start,
-        time_unix_nano: id.end,
-        max_attribute_len,
+    let per_build = req.metric_identity == MetricIdentity::Build;
+    let resource = if per_build {
+        with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len)
+    } else {
+        host_resource(req)
     };
-    encode_metrics_request(input, warnings)
+    let mut scope_metrics = Vec::with_capacity(2);
+    let mut points = 0;
+    if let Some(log) = ccache {
+        let input = MetricsInput {
+            statslog: log,
+            resource: Resource::default(),
+            start_unix_nano: id.start,
+            time_unix_nano: id.end,
+            max_attribute_len,
+            per_build,
+            shared_series_attributes: vec![
+                ("ct.variant", id.variant.clone()),
+                (semconv::PIPELINE_NAME, req.pipeline_name.clone()),
+            ],
+        };
+        let (scope, n) = ccache_scope_metrics(&input, warnings);
+        scope_metrics.push(scope);
+        points += n;
+    }
+    if let Some(build) = build {
+        let input = BuildMetricsInput {
+            build,
+            clock: &id.clock,
+            trace_id: id.trace_id,
+            pipeline_name: &req.pipeline_name,
+            start_unix_nano: id.start,
+            time_unix_nano: id.end,
+            temporality: if per_build {
+                AggregationTemporality::Cumulative
+            } else {
+                AggregationTemporality::Delta
+            },
+            max_attribute_len,
+        };
+        let (scope, n) = build_scope_metrics(&input);
+        scope_metrics.push(scope);
+        points += n;
+    }
+    let request = ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(resource),
+            scope_metrics,
+            schema_url: String::new(),
+        }],
+    };
+    (request.encode_to_vec(), points)
 }
 
 /// The trace: root attributes from the rules and the statslog, the build
@@ -226,11 +290,11 @@ fn load_statslog(
     wanted: Wanted,
     warnings: &mut Warnings,
 ) -> Option<Statslog> {
-    if !(wanted.traces || wanted.metrics) {
+    if !(wanted.traces || wanted.metrics || wanted.build_metrics) {
         return None;
     }
     let path = req.statslog.as_deref()?;
-    let keep = if wanted.traces {
+    let keep = if wanted.traces || wanted.build_metrics {
         Keep::Blocks
     } else {
         Keep::CountsOnly
