@@ -101,6 +101,7 @@ $(MDATAGEN):
 generate: $(MDATAGEN)
 	mkdir -p $(BUILD_DIR)/gen && ln -sfn $(abspath go-receiver) $(BUILD_DIR)/gen/compiletoolsreceiver
 	cd $(BUILD_DIR)/gen/compiletoolsreceiver && $(abspath $(MDATAGEN)) metadata.yaml
+	deploy/mdatagen/histogram-points.pl go-receiver/internal/metadata/generated_metrics.go go-receiver/internal/metadata/generated_metrics_test.go
 
 ## collector: the custom collector distribution (ocb-manifest.yaml)
 collector: rust $(OCB)

@@ -110,6 +110,9 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
+		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),
+		// The compatibility switch keeps ct-cake's per-build series.
+		HostMetricIdentity: !r.cfg.PerBuildMetricIdentity,
 		Limits: ffi.Limits{
 			MaxFileBytes:    uint64(r.cfg.Limits.MaxFileSize),
 			MaxEvents:       uint64(r.cfg.Limits.MaxEvents),

@@ -13,12 +13,20 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
 
 // Root span kinds (`root_span_kind`).
 const (
 	RootSpanInternal = "internal"
 	RootSpanServer   = "server"
+)
+
+// Temporalities of the metric series the host's builds share
+// (`metrics_temporality`).
+const (
+	MetricsTemporalityCumulative = "cumulative"
+	MetricsTemporalityDelta      = "delta"
 )
 
 // Start positions for builds that exist when the receiver first starts
@@ -83,6 +91,22 @@ type Config struct {
 	RootSpanKind string `mapstructure:"root_span_kind"`
 	// MetricsAsSpans emits ccache snapshots as spans instead of metrics.
 	MetricsAsSpans bool `mapstructure:"metrics_as_spans"`
+	// Metrics are mdatagen's per-metric switches
+	// (`metrics: {<name>: {enabled: false}}`, metadata.yaml).
+	Metrics metadata.MetricsConfig `mapstructure:"metrics"`
+	// ResourceAttributeSwitches are mdatagen's resource attribute switches,
+	// written `resource_attributes: {<key>: {enabled: false}}` (a map of
+	// strings under that key is the deprecated spelling of `resource`);
+	// decoded by Unmarshal (config_switches.go).
+	ResourceAttributeSwitches metadata.ResourceAttributesConfig `mapstructure:"-"`
+	// PerBuildMetricIdentity makes every build's metrics their own series,
+	// as ct-cake sends them (the compatibility switch); by default the
+	// host's builds share series.
+	PerBuildMetricIdentity bool `mapstructure:"per_build_metric_identity"`
+	// MetricsTemporality is how shared series leave the receiver:
+	// "cumulative" (summed over the builds since the receiver started) or
+	// "delta" (each build's own numbers).
+	MetricsTemporality string `mapstructure:"metrics_temporality"`
 	// GitCommit controls `git.commit.sha`.
 	GitCommit GitCommitConfig `mapstructure:"git_commit"`
 	// Capture keeps ct-cake's transient files of running builds.
@@ -221,9 +245,13 @@ func createDefaultConfig() *Config {
 		MaxBuildsPerPoll:    100,
 		MaxRequestSpans:     defaultMaxRequestSpans,
 		ServiceName:         "compiletools",
+		Metrics:             metadata.DefaultMetricsConfig(),
+		MetricsTemporality:  MetricsTemporalityCumulative,
 		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
 		Capture:             CaptureConfig{Enabled: true},
 		CAS:                 CASConfig{ScanInterval: 5 * time.Minute, InitialDelay: 10 * time.Second},
+
+		ResourceAttributeSwitches: metadata.DefaultResourceAttributesConfig(),
 	}
 }
 
@@ -290,6 +318,9 @@ func (c *Config) Validate() error {
 		if strings.ContainsRune(k, 0) || strings.ContainsRune(c.ResourceAttributes[k], 0) {
 			add("resource_attributes: %q: keys and values must not contain NUL bytes", k)
 		}
+	}
+	if c.MetricsTemporality != MetricsTemporalityCumulative && c.MetricsTemporality != MetricsTemporalityDelta {
+		add("metrics_temporality: must be %q or %q, got %q", MetricsTemporalityCumulative, MetricsTemporalityDelta, c.MetricsTemporality)
 	}
 	if c.RootSpanKind != RootSpanInternal && c.RootSpanKind != RootSpanServer {
 		add("root_span_kind: must be %q or %q, got %q", RootSpanInternal, RootSpanServer, c.RootSpanKind)

@@ -36,6 +36,11 @@ type compiletoolsReceiver struct {
 	metrics    consumer.Metrics
 	obsTraces  *receiverhelper.ObsReport
 	obsMetrics *receiverhelper.ObsReport
+	// metricSwitches drop the metrics and resource attributes the
+	// configuration disables; cumulative, when set, sums the series the
+	// host's builds share (metrics_cumulative.go).
+	metricSwitches metricSwitches
+	cumulative     *cumulativeTotals
 
 	// Set up in Start.
 	hostName  string
@@ -73,6 +78,9 @@ func newReceiver(cfg *Config, set receiver.Settings, onStop func()) *compiletool
 		finder: discovery.Finder{Include: cfg.Include, Exclude: cfg.Exclude},
 		onStop: onStop,
 		now:    time.Now,
+
+		metricSwitches: newMetricSwitches(cfg),
+		cumulative:     newCumulativeTotalsFor(cfg),
 	}
 }
 

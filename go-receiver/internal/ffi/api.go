@@ -47,6 +47,12 @@ type Request struct {
 	VCS VCS
 	// RootSpanServer makes the root span SERVER instead of INTERNAL.
 	RootSpanServer bool
+	// BuildMetrics asks for the build metrics with the metrics signal
+	// (cicd.pipeline.run.*, ct.rule.duration, ct.compiles).
+	BuildMetrics bool
+	// HostMetricIdentity makes the metrics series of the host (a shared
+	// resource, per-build deltas) instead of each build's, ct-cake's form.
+	HostMetricIdentity bool
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool

@@ -21,6 +21,12 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		if req.RootSpanServer {
 			flags |= C.CT_FLAG_ROOT_SPAN_SERVER
 		}
+		if req.BuildMetrics {
+			flags |= C.CT_FLAG_BUILD_METRICS
+		}
+		if req.HostMetricIdentity {
+			flags |= C.CT_FLAG_HOST_METRIC_IDENTITY
+		}
 		if req.forcePanic {
 			flags |= C.CT_FLAG_FORCE_PANIC
 		}
