@@ -7,6 +7,8 @@ import json
 
 from collector import HOST_NAME, POLL_INTERVAL_S
 
+PIPELINE_NAME = "corpus"
+
 
 def _q(text):
     # A JSON string is a valid YAML double-quoted scalar: safe for any path.
@@ -24,6 +26,9 @@ receivers:
     include: [{_q(diag)}]
     poll_interval: {int(POLL_INTERVAL_S * 1000)}ms
     host_name: {_q(HOST_NAME)}
+    # A name of its own rather than the temporary directory's path, which
+    # would end up in the picture.
+    pipeline_name: {_q(PIPELINE_NAME)}
     capture:
       statslogs:
 {mappings}exporters:

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+import collector_config
 import dashboard
 
 DASHBOARD = dashboard.load()
@@ -89,6 +90,8 @@ def test_variable_has_values(scenario, name, metric, label):
         pytest.fail(f"variable {name} reads a pending metric {metric}")
     values = scenario.prometheus.label_values(label, metric, scenario.start, scenario.end)
     assert values, f"variable {name}: label_values({metric}, {label}) is empty"
+    if label == "cicd_pipeline_name":
+        assert values == [collector_config.PIPELINE_NAME], values
 
 
 @pytest.mark.parametrize("q", PENDING, ids=_id)
