@@ -9,6 +9,7 @@ CT_DASHBOARD_PICTURE names the PNG to write (make dashboard-picture).
 
 import math
 import re
+import textwrap
 
 import matplotlib
 
@@ -97,13 +98,16 @@ def _draw_stat(ax, scenario, panel, queries, window):
                 transform=ax.transAxes)
 
 
-def _draw_pending(ax, queries):
+def _draw_pending(ax, queries, width_units):
     ax.axis("off")
     waiting = sorted({m for q, _ in queries for m in q.pending()})
+    # About seven characters of 6.5 pt text per grid unit of width.
+    wrap = width_units * 7
     ax.text(0.5, 0.55, "pending", ha="center", va="center", fontsize=16, color="#ff9830",
             transform=ax.transAxes)
-    ax.text(0.5, 0.3, "\n".join(f"{m}: {dashboard.PENDING_METRICS[m]}" for m in waiting),
-            ha="center", va="center", fontsize=6.5, color=TEXT, wrap=True, transform=ax.transAxes)
+    text = "\n".join(textwrap.fill(f"{m}: {dashboard.PENDING_METRICS[m]}", wrap) for m in waiting)
+    ax.text(0.5, 0.25, text, ha="center", va="center", fontsize=6.5, color=TEXT,
+            transform=ax.transAxes)
 
 
 def _rect(g, height_units, fig_w, fig_h, title=True):
@@ -141,7 +145,7 @@ def render(scenario, path):
         mine = [(q, t) for q in qs if q.panel_id == panel["id"]
                 for t in panel["targets"] if t["refId"] == q.ref]
         if any(q.pending() for q, _ in mine):
-            _draw_pending(ax, mine)
+            _draw_pending(ax, mine, g["w"])
         elif panel["type"] == "stat":
             _draw_stat(ax, scenario, panel, mine, window)
         else:
