@@ -2,8 +2,10 @@
 -> an OTLP/HTTP sink and the collector's `prometheus` exporter.
 
 What must hold (README "Build metrics"):
-* the histograms arrive with exemplars whose trace and span ids are spans of
-  the builds' traces, each the slowest rule span of its bucket;
+* the histograms arrive with exemplars whose trace and span ids are rule
+  spans of the builds' traces, with those spans' durations (that each is
+  the slowest of its bucket is checked on the corpus in
+  rust/tests/build_metrics.rs);
 * the series the host's builds share leave the receiver cumulative, and the
   Prometheus exporter shows the totals over every build (its count of
   `ct_rule_duration_seconds` is every rule span of every build), with the
