@@ -53,6 +53,7 @@ class Scenario:
     end: float = 0.0                  # Unix s, after the last scrape we wait for
     builds: list = field(default_factory=list)
     earliest_build: float = float("inf")  # Unix s, the earliest build's end
+    wave_traces: list = field(default_factory=list)  # per wave, the trace ids it added
 
     def window(self):
         """A range covering the whole scenario, as PromQL duration."""
@@ -167,6 +168,9 @@ def scenario(tmp_path_factory):
                 sc.builds += [name for name, _ in added]
                 sc.earliest_build = min([sc.earliest_build] + [end for _, end in added])
                 _wait_delivered(sc, len(sc.builds), proc)
+                sc.wave_traces.append(sc.trace_ids() - set().union(*sc.wave_traces))
+                assert len(sc.wave_traces[-1]) == len(CASES), (
+                    f"wave {wave}: {len(sc.wave_traces[-1])} new traces for {len(CASES)} builds")
                 _wait_scraped(prom, time.time())
             sc.end = time.time()
             yield sc

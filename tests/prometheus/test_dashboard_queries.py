@@ -80,6 +80,11 @@ def test_panel_exemplars_point_into_the_builds_traces(scenario, q):
     for e in exemplars:
         key = (e["labels"].get("trace_id"), e["labels"].get("span_id"))
         assert key in spans, f"exemplar {e} is not a span the collector sent"
+    # The totals keep growing over builds; the exemplars must follow the
+    # builds too, not stay with the first ones.
+    latest = scenario.wave_traces[-1]
+    assert latest and {e["labels"]["trace_id"] for e in exemplars} & latest, (
+        f"panel {q.panel!r}: no exemplar from the last wave of builds")
 
 
 @pytest.mark.parametrize("name,metric,label", dashboard.variable_queries(DASHBOARD),
