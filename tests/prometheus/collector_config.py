@@ -36,6 +36,8 @@ receivers:
     endpoint: {_q(prometheus_endpoint)}
     # OpenMetrics is the exposition format that carries exemplars.
     enable_open_metrics: true
+    # As deploy/grafana/README.md recommends.
+    metric_expiration: 24h
   otlp_http:
     endpoint: {_q(sink_endpoint)}
     timeout: 5s
