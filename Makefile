@@ -316,3 +316,29 @@ test-contrib-dist: contrib-dist venv
 
 test: test-contrib-dist
 # --- end another distribution ---
+
+# --- the Grafana dashboard against a real Prometheus (deploy/grafana/, tests/prometheus/) ---
+#   make test-prometheus    Debian's prometheus scrapes the collector's prometheus exporter
+#                           after corpus builds; every dashboard query must return data
+#   make dashboard-picture  the same run, then deploy/grafana/panels.png drawn from its data
+.PHONY: deps-prometheus test-prometheus venv-picture dashboard-picture
+
+## deps-prometheus: Debian's prometheus package (apt, as root)
+deps-prometheus:
+	tests/prometheus/install-deps.sh
+
+test-prometheus: collector venv deps-prometheus
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/prometheus
+
+test: test-prometheus
+
+$(VENV)/.installed-picture: $(VENV)/.installed tests/prometheus/requirements-picture.txt
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r tests/prometheus/requirements-picture.txt
+	touch $@
+
+venv-picture: $(VENV)/.installed-picture
+
+dashboard-picture: collector venv-picture deps-prometheus
+	CT_DASHBOARD_PICTURE=$(abspath deploy/grafana/panels.png) OTELCOL_BIN=$(abspath $(COLLECTOR)) \
+	  $(PYTHON) -m pytest -q tests/prometheus
+# --- end dashboard ---
