@@ -93,5 +93,9 @@ def test_time_saved_from_a_history_kept_across_a_restart(collector_binary, corpu
     points = [p for name, p in sink.data_points() if name == "ct.cache.time_saved"]
     assert len(points) == 1, points
     layer = {kv.key: kv.value.string_value for kv in points[0].attributes}
-    assert layer == {"ct.rule.cache_layer": "ccache"}
+    # The host's shared series (the default metric identity): the layer
+    # plus the build's keys, no per-build identity.
+    assert layer.pop("ct.rule.cache_layer") == "ccache", layer
+    assert set(layer) <= {"ct.variant", "cicd.pipeline.name"}, layer
+    assert "ct.variant" in layer, layer
     assert math.isclose(points[0].as_double, total, abs_tol=1e-6)
