@@ -25,6 +25,7 @@ pub mod error;
 pub mod ffi;
 pub mod ids;
 pub mod input;
+pub mod live;
 pub mod otlp;
 pub mod outcomes;
 pub mod pipeline;

@@ -9,6 +9,7 @@
 pub mod analytics;
 pub mod attributes;
 pub mod cas;
+pub mod logs;
 pub mod metrics;
 pub mod resource;
 pub mod root;
