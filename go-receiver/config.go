@@ -89,6 +89,8 @@ type Config struct {
 	Capture CaptureConfig `mapstructure:"capture"`
 	// CAS configures periodic scans of compiletools' CAS stores.
 	CAS CASConfig `mapstructure:"cas"`
+	// Live sends the progress of running builds as log records.
+	Live LiveConfig `mapstructure:"live"`
 
 	// deprecatedKeys are the deprecated spellings the configuration used,
 	// each with its replacement, for the receiver to warn about.
@@ -224,6 +226,7 @@ func createDefaultConfig() *Config {
 		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
 		Capture:             CaptureConfig{Enabled: true},
 		CAS:                 CASConfig{ScanInterval: 5 * time.Minute, InitialDelay: 10 * time.Second},
+		Live:                defaultLiveConfig(),
 	}
 }
 
@@ -330,5 +333,6 @@ func (c *Config) Validate() error {
 	if c.CAS.MaxThreads < 0 || c.CAS.MaxThreads > maxCASThreads {
 		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)
 	}
+	errs = append(errs, c.Live.validate()...)
 	return errors.Join(errs...)
 }
