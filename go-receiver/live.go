@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -54,7 +55,22 @@ type liveTracker struct {
 	haveScan bool
 	warned   map[string]bool
 	metrics  liveMetrics
+	// born and nudges come from the file watches (watch.go): a new
+	// invocation directory, a running build's statslog written.
+	born     chan string
+	nudges   chan struct{}
+	lastTick time.Time
 }
+
+// liveListener is what the file watches tell the tracker.
+type liveListener interface {
+	buildAppeared(dir string)
+	statslogGrew()
+}
+
+// minTickGap bounds how often watch events make the tracker read: a burst
+// of parallel compiles becomes one read, not one per block.
+const minTickGap = 50 * time.Millisecond
 
 // liveBuild is one followed build.
 type liveBuild struct {
@@ -84,6 +100,11 @@ func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host compon
 		ignored: map[string]bool{},
 		warned:  map[string]bool{},
 		metrics: newLiveMetrics(r.now()),
+		born:    make(chan string, 64),
+		nudges:  make(chan struct{}, 1),
+	}
+	if r.live != nil {
+		r.live.grown = r.tracker
 	}
 	return nil
 }
@@ -138,10 +159,78 @@ func (t *liveTracker) run(ctx context.Context) {
 		case running := <-t.scans:
 			t.takeScan(running, t.r.now())
 			t.tick(ctx)
+		case dir := <-t.born:
+			t.takeBorn(dir, t.r.now())
+			t.tickSoon(ctx)
+		case <-t.nudges:
+			t.tickSoon(ctx)
 		case <-ticker.C:
 			t.tick(ctx)
 		}
 	}
+}
+
+// buildAppeared: a new invocation directory (from the watch goroutine;
+// never blocks: a full queue leaves the build to the next poll).
+func (t *liveTracker) buildAppeared(dir string) {
+	select {
+	case t.born <- dir:
+	default:
+	}
+}
+
+// statslogGrew: a running build's statslog was written (never blocks).
+func (t *liveTracker) statslogGrew() {
+	select {
+	case t.nudges <- struct{}{}:
+	default:
+	}
+}
+
+// tickSoon reads now, or once minTickGap has passed since the last read.
+func (t *liveTracker) tickSoon(ctx context.Context) {
+	if wait := minTickGap - t.r.now().Sub(t.lastTick); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+	t.tick(ctx)
+}
+
+// takeBorn follows a directory the watches saw created, before any poll
+// lists it; one that is excluded or already finished is left to the polls.
+func (t *liveTracker) takeBorn(dir string, now time.Time) {
+	if !t.haveScan || t.builds[dir] != nil || t.ignored[dir] || exists(filepath.Join(dir, discovery.TimingFile)) {
+		return
+	}
+	for _, p := range t.r.cfg.Exclude {
+		if ok, _ := doublestar.PathMatch(p, dir); ok {
+			return
+		}
+	}
+	t.follow(dir, now)
+}
+
+// follow starts following a running directory not followed yet: resumed
+// from its saved state, ignored when ended or dead at first sight.
+func (t *liveTracker) follow(dir string, now time.Time) {
+	pid := invocationPID(dir)
+	if st, ok := t.states[dir]; ok {
+		if st.Ended {
+			t.ignored[dir] = true
+		} else {
+			t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
+		}
+		return
+	}
+	if t.deadAtFirstSight(dir, pid, now) {
+		t.ignored[dir] = true
+		return
+	}
+	t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
+	t.states[dir] = liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: t.firstOffsets(dir, pid)}
 }
 
 // takeScan updates the followed builds from a poll's running directories.
@@ -154,24 +243,9 @@ func (t *liveTracker) takeScan(running []string, now time.Time) {
 			b.running = true
 			continue
 		}
-		if t.ignored[dir] {
-			continue
+		if !t.ignored[dir] {
+			t.follow(dir, now)
 		}
-		pid := invocationPID(dir)
-		if st, ok := t.states[dir]; ok {
-			if st.Ended {
-				t.ignored[dir] = true
-			} else {
-				t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
-			}
-			continue
-		}
-		if t.deadAtFirstSight(dir, pid, now) {
-			t.ignored[dir] = true
-			continue
-		}
-		t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
-		t.states[dir] = liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: t.firstOffsets(dir, pid)}
 	}
 	for dir, b := range t.builds {
 		b.running = listed[dir]
@@ -227,6 +301,7 @@ func (t *liveTracker) tick(ctx context.Context) {
 		return
 	}
 	now := t.r.now()
+	t.lastTick = now
 	batch := plog.NewLogs()
 	next := cloneStates(t.states)
 	var compiles ffi.LiveOutcomes
