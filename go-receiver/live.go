@@ -381,14 +381,17 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 		st.Started = true
 	}
 	rec, settled := t.r.ledger.store.Get(b.dir)
-	final := !b.running && settled
+	timingExists := exists(filepath.Join(b.dir, discovery.TimingFile))
+	// Once timing.json exists the build's files get nothing more (ct-cake
+	// wrote it after its backend step): a last line or block is complete.
+	final := !b.running && (settled || timingExists)
 	remaining := t.cfg.MaxRecordsPerBuild
 	for _, f := range t.r.liveFiles(b.dir, b.pid) {
 		if remaining <= 0 {
 			break
 		}
 		offset := st.Offsets[f.path]
-		data, reset, wasReset, err := readAppended(f.path, offset, f.fromEnd)
+		data, reset, wasReset, err := readAppended(t.r.readable(b.dir, f), offset, f.fromEnd)
 		if err != nil {
 			t.warnOnce(f.path, "cannot read a growing build file", err)
 			continue
@@ -433,7 +436,6 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 		}
 		return true
 	}
-	timingExists := exists(filepath.Join(b.dir, discovery.TimingFile))
 	switch {
 	case settled && !b.running:
 		link := rec.State == checkpoint.Delivered && rec.Signals&uint32(ffi.SignalTraces) != 0

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -28,6 +29,10 @@ type liveFile struct {
 	// statslog, a cwd's .ninja_log), so reading starts at its size when the
 	// build is first seen, not at 0.
 	fromEnd bool
+	// captured: the file is ct-cake's transient auto statslog, which it
+	// deletes right after timing.json; the receiver's capture of it (same
+	// bytes) is read instead once it is gone.
+	captured bool
 }
 
 // liveFiles lists the growing files of the build in dir whose ct-cake PID
@@ -37,14 +42,13 @@ type liveFile struct {
 // (<cwd>/bin/<variant>/diagnostics/<id>) locates the make timing log in
 // <bindir> and the ninja log in the cwd.
 func (r *compiletoolsReceiver) liveFiles(dir string, pid uint64) []liveFile {
-	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog)}}
+	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), captured: true}}
 	if p := r.mappedStatslog(dir); p != "" {
 		files = append(files, liveFile{kind: ffi.LiveStatslog, path: p, fromEnd: true})
 	}
 	makeDir, ninjaLog := r.liveLocations(dir)
 	if makeDir != "" {
-		matches, _ := filepath.Glob(filepath.Join(makeDir, fmt.Sprintf(".ct-make-timing.%d.*.jsonl", pid)))
-		for _, m := range matches {
+		for _, m := range makeTimingLogs(makeDir, pid) {
 			files = append(files, liveFile{kind: ffi.LiveMakeTiming, path: m})
 		}
 	}
@@ -52,6 +56,23 @@ func (r *compiletoolsReceiver) liveFiles(dir string, pid uint64) []liveFile {
 		files = append(files, liveFile{kind: ffi.LiveNinjaLog, path: ninjaLog, fromEnd: true})
 	}
 	return files
+}
+
+// makeTimingLogs lists <dir>/.ct-make-timing.<pid>.*.jsonl (compared by
+// name, not globbed: the directory may contain glob metacharacters).
+func makeTimingLogs(dir string, pid uint64) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	prefix := fmt.Sprintf(".ct-make-timing.%d.", pid)
+	var out []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".jsonl") && e.Type().IsRegular() {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	return out
 }
 
 // liveLocations returns where the build's make timing logs and ninja log
@@ -71,6 +92,18 @@ func (r *compiletoolsReceiver) liveLocations(dir string) (makeDir, ninjaLog stri
 		return bindir, ""
 	}
 	return bindir, filepath.Join(filepath.Dir(filepath.Dir(bindir)), ".ninja_log")
+}
+
+// readable is the path to read f from: its own, or the capture of a
+// transient file ct-cake deleted.
+func (r *compiletoolsReceiver) readable(dir string, f liveFile) string {
+	if !f.captured || r.capturer == nil || exists(f.path) {
+		return f.path
+	}
+	if p := r.capturer.Path(dir, filepath.Base(f.path)); p != "" {
+		return p
+	}
+	return f.path
 }
 
 // fileSize is the size of a regular file; 0 when it does not exist yet.

@@ -182,10 +182,16 @@ func TestLivePlayedBuildProgressThenEndLinkedToTrace(t *testing.T) {
 	})
 	waitFor(t, "ct.build.running = 1", func() bool { return lastGauge(s.metrics, "ct.build.running") == 1 })
 
+	// The link's call has no cacheable outcome: its block may still be
+	// growing while the build runs, so it waits for the build's end — by
+	// when ct-cake deleted the statslog, and the capture is read.
+	appendFile(t, filepath.Join(dir, "ccache.statslog"), []byte("# /o/app\ncalled_for_link\n"))
+	time.Sleep(100 * time.Millisecond)
 	writeTiming(t, dir, caseTiming(t))
 	if err := os.Remove(filepath.Join(dir, "ccache.statslog")); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the link's record", func() bool { return countEvents(s.logs, "ct.rule.finished", "statslog") == blocks+1 })
 	waitFor(t, "the trace", func() bool { return len(s.traces.AllTraces()) == 1 })
 	waitFor(t, "the end record", func() bool { return countEvents(s.logs, "ct.build.end", "") == 1 })
 	time.Sleep(100 * time.Millisecond) // more intervals: nothing may come twice

@@ -54,7 +54,7 @@ fn timestamp_of(dir: &Path, req: &LiveRequest) -> Result<String, crate::error::E
 /// The value of the line `  "timestamp": "<string>",` among the first lines.
 fn written_timestamp(text: &str) -> Option<String> {
     const KEY: &str = "\n  \"timestamp\":";
-    let head = &text[..text.len().min(4096)];
+    let head = crate::otlp::attributes::truncate(text, 4096);
     let at = head.find(KEY)? + KEY.len();
     let rest = text[at..].trim_start();
     let mut de = serde_json::Deserializer::from_str(rest);
@@ -78,5 +78,8 @@ mod tests {
             "other layouts are decoded in full"
         );
         assert_eq!(written_timestamp("{\n  \"timestamp\": 5\n}"), None);
+        // A multi-byte character across the head's end must not panic.
+        let long = format!("{{\n  \"x\": \"{}\"}}", "é".repeat(3000));
+        assert_eq!(written_timestamp(&long), None);
     }
 }

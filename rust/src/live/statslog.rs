@@ -4,10 +4,13 @@
 //! the rules of spec §4.3 (and the first primary event as the outcome) are
 //! the same as for the finished build's attribution.
 //!
-//! ccache appends one block per call, in one write; a block is complete when
-//! its lines end in a newline. Lines before the first header of the input
-//! (the rest of a block torn across two looks, which ccache does not write)
-//! are counted as skipped.
+//! ccache appends one block per call, in one write, so a block is usually
+//! complete when its lines end in a newline. The last block of a look that
+//! has no primary outcome yet waits (it may be torn); a call that never has
+//! one (a link, a preprocessor probe) is then reported when the next block
+//! arrives or the build ends. Lines before the first header of the input
+//! (the rest of a block torn after its primary outcome) are counted as
+//! skipped: the record, which carries only the outcome, was right.
 
 use super::{capped, complete_part, lines_with_ends, LiveEvent, Parsed};
 use crate::pytext::strip;
@@ -53,14 +56,16 @@ pub fn parse(data: &[u8], final_chunk: bool, max_records: usize) -> Parsed {
         line_start = end;
     }
     match block_start {
-        // A header with no event line yet at the end of the input is a
-        // block still being written (every ccache block has one): wait.
+        // The last block may still be growing (a look can fall between two
+        // writes): without its primary outcome yet it waits for the next
+        // header or the build's end. Once the primary is there the record
+        // is right whatever follows, since it carries only the outcome.
         Some(from)
             if !final_chunk
                 && statslog::parse(&data[from..])
                     .blocks()
                     .first()
-                    .is_some_and(|b| b.events == 0) =>
+                    .is_some_and(|b| b.primary.is_none()) =>
         {
             out.consumed = from
         }
@@ -86,7 +91,7 @@ mod tests {
     #[test]
     fn complete_blocks_become_compiles_with_their_outcome() {
         let data = b"# /s/a.cpp\ncache_miss\ndirect_cache_miss\n# /s/b.cpp\ndirect_cache_hit\n# \ncalled_for_preprocessing\n";
-        let p = parse(data, false, 0);
+        let p = parse(data, true, 0);
         assert_eq!(
             p.events,
             vec![
@@ -96,6 +101,11 @@ mod tests {
             ]
         );
         assert_eq!((p.consumed, p.skipped), (data.len(), 0));
+        // While the build runs, a last block without a primary outcome may
+        // still be growing: it waits for the next block or the end.
+        let running = parse(data, false, 0);
+        assert_eq!(running.events, p.events[..2]);
+        assert_eq!(&data[running.consumed..], b"# \ncalled_for_preprocessing\n");
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn record(event: &LiveEvent, invocation_id: &str, req: &LiveRequest, max_len: u3
                 time = u64::try_from(*e).unwrap_or(observed);
             }
             if let (Some(s), Some(e)) = (start_unix_ns, end_unix_ns) {
-                a.double("ct.rule.duration_s", (e - s) as f64 / 1e9);
+                a.double("ct.rule.duration_s", e.saturating_sub(*s) as f64 / 1e9);
             }
             (EVENT_RULE_FINISHED, format!("finished {target}"))
         }
@@ -127,7 +127,10 @@ fn record(event: &LiveEvent, invocation_id: &str, req: &LiveRequest, max_len: u3
             a.string("ct.rule_type", rule_type_of(target));
             a.int("ct.ninja.start_ms", *start_ms);
             a.int("ct.ninja.end_ms", *end_ms);
-            a.double("ct.rule.duration_s", (end_ms - start_ms) as f64 / 1e3);
+            a.double(
+                "ct.rule.duration_s",
+                end_ms.saturating_sub(*start_ms) as f64 / 1e3,
+            );
             (EVENT_RULE_FINISHED, format!("finished {target}"))
         }
         LiveEvent::BuildEnd {
