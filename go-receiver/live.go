@@ -3,6 +3,7 @@ package compiletoolsreceiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -409,6 +410,10 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 		if !ok {
 			continue
 		}
+		if res.Skipped > 0 {
+			t.warnOnce(f.path+"\x00skipped", "lines of a growing build file are not records; skipped (logged once per file)",
+				fmt.Errorf("%d line(s) skipped in this read", res.Skipped))
+		}
 		consumed := int64(res.Consumed)
 		if consumed == 0 && len(data) == maxLiveRead {
 			consumed = int64(len(data)) // one line longer than a read: never a record
@@ -467,11 +472,13 @@ func (t *liveTracker) consume(ctx context.Context, ld plog.Logs) error {
 	return err
 }
 
-func (t *liveTracker) warnOnce(path, msg string, err error) {
-	if t.warned[path] {
+// warnOnce logs msg once per key (a path, or a path and what went wrong).
+func (t *liveTracker) warnOnce(key, msg string, err error) {
+	if t.warned[key] {
 		return
 	}
-	t.warned[path] = true
+	t.warned[key] = true
+	path, _, _ := strings.Cut(key, "\x00")
 	t.r.logger.Warn(msg, zap.String("path", path), zap.Error(err))
 }
 

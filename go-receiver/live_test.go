@@ -17,6 +17,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
@@ -398,5 +401,47 @@ func TestLiveLocationsFollowTheDefaultLayoutOrTheMapping(t *testing.T) {
 	r.cfg.Live.Files = []LiveFilesMapping{{Include: "/var/tmp/ct/*", MakeTimingDir: "/src/bin/x", NinjaLog: "/src/.ninja_log"}}
 	if mk, ninja := r.liveLocations("/var/tmp/ct/20260101T000000-1"); mk != "/src/bin/x" || ninja != "/src/.ninja_log" {
 		t.Errorf("mapping: %q %q", mk, ninja)
+	}
+}
+
+// Bad lines in growing files: the good records still arrive, each file
+// with bad lines is warned about once (with the count), nothing stops.
+func TestLiveBadLinesWarnOnceAndGoodRecordsArrive(t *testing.T) {
+	cwd := t.TempDir()
+	bindir := filepath.Join(cwd, "bin", "v")
+	parent := filepath.Join(bindir, "diagnostics")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid()
+	dir := filepath.Join(parent, fmt.Sprintf("20261130T034341-%d", pid))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.WarnLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	sink := new(consumertest.LogsSink)
+	r, err := NewFactory().CreateLogs(context.Background(), set, liveTestConfig(parent), sink)
+	runUntilCleanup(t, r, err)
+
+	appendFile(t, filepath.Join(dir, "ccache.statslog"), []byte("junk\x00\xff\n# /s/a.cpp\ncache_miss\n"))
+	makeLog := filepath.Join(bindir, fmt.Sprintf(".ct-make-timing.%d.1.jsonl", pid))
+	appendFile(t, makeLog, []byte("{oops\n[1,2]\n{\"target\":\"/o/a.o\",\"start_ns\":1,\"end_ns\":2}\n{\"start_ns\":\"x\"}\n"))
+	appendFile(t, filepath.Join(cwd, ".ninja_log"), []byte("a\tb\tc\td\n1\t2\t0\tobj/a.o\tff\n"))
+	waitFor(t, "the good records", func() bool {
+		return countEvents(sink, "ct.rule.finished", "statslog") == 1 && countEvents(sink, "ct.rule.finished", "make") == 1 &&
+			countEvents(sink, "ct.rule.finished", "ninja") == 1
+	})
+	appendFile(t, makeLog, []byte("more junk\n"))
+	time.Sleep(150 * time.Millisecond)
+	warned := map[string]int{}
+	for _, e := range logs.FilterMessageSnippet("not records").All() {
+		warned[e.ContextMap()["path"].(string)]++
+	}
+	for _, p := range []string{filepath.Join(dir, "ccache.statslog"), makeLog, filepath.Join(cwd, ".ninja_log")} {
+		if warned[p] != 1 {
+			t.Errorf("%s: warned %d times, want once (%v)", p, warned[p], warned)
+		}
 	}
 }
