@@ -61,6 +61,15 @@ type liveTracker struct {
 	born     chan string
 	nudges   chan struct{}
 	lastTick time.Time
+	// held are the open files of followed builds (liveFile.held), by path.
+	held map[string]heldFile
+}
+
+// heldFile is a file kept open for a followed build.
+type heldFile struct {
+	f   *os.File
+	dir string
+	lf  liveFile
 }
 
 // liveListener is what the file watches tell the tracker.
@@ -102,6 +111,7 @@ func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host compon
 		warned:  map[string]bool{},
 		metrics: newLiveMetrics(r.now()),
 		born:    make(chan string, 64),
+		held:    map[string]heldFile{},
 		nudges:  make(chan struct{}, 1),
 	}
 	if r.live != nil {
@@ -153,6 +163,11 @@ func (t *liveTracker) close(ctx context.Context) error {
 func (t *liveTracker) run(ctx context.Context) {
 	ticker := time.NewTicker(t.cfg.Interval)
 	defer ticker.Stop()
+	defer func() {
+		for path := range t.held {
+			t.release(path)
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -333,6 +348,7 @@ func (t *liveTracker) tick(ctx context.Context) {
 	}
 	t.states = next
 	for _, dir := range ended {
+		t.releaseBuild(dir)
 		delete(t.builds, dir)
 		if t.states[dir].Abandoned() {
 			t.ignored[dir] = true // kept: it still looks like a running build on disk
@@ -387,12 +403,12 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 	// wrote it after its backend step): a last line or block is complete.
 	final := !b.running && (settled || timingExists)
 	remaining := t.cfg.MaxRecordsPerBuild
-	for _, f := range t.r.liveFiles(b.dir, b.pid) {
+	for _, f := range t.filesOf(b) {
 		if remaining <= 0 {
 			break
 		}
 		offset := st.Offsets[f.path]
-		data, reset, wasReset, err := readAppended(t.r.readable(b.dir, f), offset, f.fromEnd)
+		data, reset, wasReset, err := t.read(b.dir, f, offset)
 		if err != nil {
 			t.warnOnce(f.path, "cannot read a growing build file", err)
 			continue
@@ -455,6 +471,56 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 		return end(true, false)
 	}
 	return false
+}
+
+// read reads what f gained since offset: through the file kept open for
+// it, or a fresh open (a shared file, which may be replaced).
+func (t *liveTracker) read(dir string, f liveFile, offset int64) ([]byte, int64, bool, error) {
+	file := t.held[f.path].f
+	if file == nil {
+		var err error
+		if file, err = openLive(t.r.readable(dir, f)); err != nil || file == nil {
+			return nil, 0, false, err
+		}
+		if f.held {
+			t.held[f.path] = heldFile{f: file, dir: dir, lf: f}
+		} else {
+			defer file.Close()
+		}
+	}
+	return readAppended(file, offset, f.fromEnd)
+}
+
+// filesOf lists b's growing files: those on disk now, and those kept open
+// that ct-cake deleted meanwhile (a make timing log after its ingest).
+func (t *liveTracker) filesOf(b *liveBuild) []liveFile {
+	files := t.r.liveFiles(b.dir, b.pid)
+	listed := make(map[string]bool, len(files))
+	for _, f := range files {
+		listed[f.path] = true
+	}
+	for path, h := range t.held {
+		if h.dir == b.dir && !listed[path] {
+			files = append(files, h.lf)
+		}
+	}
+	return files
+}
+
+func (t *liveTracker) release(path string) {
+	if h, ok := t.held[path]; ok {
+		_ = h.f.Close()
+		delete(t.held, path)
+	}
+}
+
+// releaseBuild closes the files kept open for the build in dir.
+func (t *liveTracker) releaseBuild(dir string) {
+	for path, h := range t.held {
+		if h.dir == dir {
+			t.release(path)
+		}
+	}
 }
 
 // abandonedMark marks, among an ended build's offsets, that it ended as

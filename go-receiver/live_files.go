@@ -31,8 +31,13 @@ type liveFile struct {
 	fromEnd bool
 	// captured: the file is ct-cake's transient auto statslog, which it
 	// deletes right after timing.json; the receiver's capture of it (same
-	// bytes) is read instead once it is gone.
+	// bytes) is read instead when it is gone before it was first opened.
 	captured bool
+	// held: the file belongs to this build alone and ct-cake deletes it
+	// (auto statslog, make timing log): it is kept open once opened, so
+	// its last bytes can be read after the deletion — and after the
+	// capture was released with the delivered build.
+	held bool
 }
 
 // liveFiles lists the growing files of the build in dir whose ct-cake PID
@@ -42,14 +47,14 @@ type liveFile struct {
 // (<cwd>/bin/<variant>/diagnostics/<id>) locates the make timing log in
 // <bindir> and the ninja log in the cwd.
 func (r *compiletoolsReceiver) liveFiles(dir string, pid uint64) []liveFile {
-	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), captured: true}}
+	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), captured: true, held: true}}
 	if p := r.mappedStatslog(dir); p != "" {
 		files = append(files, liveFile{kind: ffi.LiveStatslog, path: p, fromEnd: true})
 	}
 	makeDir, ninjaLog := r.liveLocations(dir)
 	if makeDir != "" {
 		for _, m := range makeTimingLogs(makeDir, pid) {
-			files = append(files, liveFile{kind: ffi.LiveMakeTiming, path: m})
+			files = append(files, liveFile{kind: ffi.LiveMakeTiming, path: m, held: true})
 		}
 	}
 	if ninjaLog != "" {
@@ -115,19 +120,24 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
-// readAppended reads at most maxLiveRead bytes of path from offset. A file
+// openLive opens path (never a symlink, FIFO or device); nil, nil when it
+// does not exist.
+func openLive(path string) (*os.File, error) {
+	f, _, err := regularfile.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return f, err
+}
+
+// readAppended reads at most maxLiveRead bytes of f from offset. A file
 // shorter than offset was replaced or rewritten (ninja recompacts its log):
-// reset tells where reading starts again, and data is empty. A missing file
-// has no data and no error.
-func readAppended(path string, offset int64, shared bool) (data []byte, reset int64, wasReset bool, err error) {
-	f, st, err := regularfile.Open(path)
+// reset tells where reading starts again, and data is empty.
+func readAppended(f *os.File, offset int64, shared bool) (data []byte, reset int64, wasReset bool, err error) {
+	st, err := f.Stat()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, false, nil
-		}
 		return nil, 0, false, err
 	}
-	defer f.Close()
 	size := st.Size()
 	if size < offset {
 		// A shared file's old bytes belong to earlier builds: skip them.

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -425,14 +426,24 @@ func TestLiveBadLinesWarnOnceAndGoodRecordsArrive(t *testing.T) {
 	r, err := NewFactory().CreateLogs(context.Background(), set, liveTestConfig(parent), sink)
 	runUntilCleanup(t, r, err)
 
+	// A shared file is read from its size when the build is first seen.
+	waitFor(t, "the start record", func() bool { return countEvents(sink, "ct.build.start", "") == 1 })
 	appendFile(t, filepath.Join(dir, "ccache.statslog"), []byte("junk\x00\xff\n# /s/a.cpp\ncache_miss\n"))
 	makeLog := filepath.Join(bindir, fmt.Sprintf(".ct-make-timing.%d.1.jsonl", pid))
 	appendFile(t, makeLog, []byte("{oops\n[1,2]\n{\"target\":\"/o/a.o\",\"start_ns\":1,\"end_ns\":2}\n{\"start_ns\":\"x\"}\n"))
 	appendFile(t, filepath.Join(cwd, ".ninja_log"), []byte("a\tb\tc\td\n1\t2\t0\tobj/a.o\tff\n"))
-	waitFor(t, "the good records", func() bool {
+	good := func() bool {
 		return countEvents(sink, "ct.rule.finished", "statslog") == 1 && countEvents(sink, "ct.rule.finished", "make") == 1 &&
 			countEvents(sink, "ct.rule.finished", "ninja") == 1
-	})
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !good() {
+		if time.Now().After(deadline) {
+			t.Fatalf("good records: statslog %d make %d ninja %d; warnings %v", countEvents(sink, "ct.rule.finished", "statslog"),
+				countEvents(sink, "ct.rule.finished", "make"), countEvents(sink, "ct.rule.finished", "ninja"), logs.All())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	appendFile(t, makeLog, []byte("more junk\n"))
 	time.Sleep(150 * time.Millisecond)
 	warned := map[string]int{}
@@ -443,5 +454,64 @@ func TestLiveBadLinesWarnOnceAndGoodRecordsArrive(t *testing.T) {
 		if warned[p] != 1 {
 			t.Errorf("%s: warned %d times, want once (%v)", p, warned[p], warned)
 		}
+	}
+}
+
+// blockingLogs never returns from ConsumeLogs until released.
+type blockingLogs struct {
+	release chan struct{}
+	calls   chan struct{}
+}
+
+func (b *blockingLogs) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (b *blockingLogs) ConsumeLogs(ctx context.Context, _ plog.Logs) error {
+	select {
+	case b.calls <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// A logs pipeline that hangs holds up live records only: finished builds
+// are still delivered.
+func TestLiveStuckLogsPipelineDoesNotDelayFinishedBuilds(t *testing.T) {
+	parent := t.TempDir()
+	running := filepath.Join(parent, fmt.Sprintf("20261130T034342-%d", os.Getpid()))
+	if err := os.Mkdir(running, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	statslog, _ := case01Statslog(t)
+	appendFile(t, filepath.Join(running, "ccache.statslog"), statslog)
+	logs := &blockingLogs{release: make(chan struct{}), calls: make(chan struct{}, 1)}
+	defer close(logs.release)
+	traces := new(consumertest.TracesSink)
+	cfg := liveTestConfig(parent)
+	set := receivertest.NewNopSettings(metadata.Type)
+	f := NewFactory()
+	tr, err := f.CreateTraces(context.Background(), set, cfg, traces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.CreateLogs(context.Background(), set, cfg, logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-logs.calls:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no live records were sent")
+	}
+	copyCaseBuild(t, case01, parent) // a finished build while the logs pipeline hangs
+	waitFor(t, "the finished build's trace", func() bool { return len(traces.AllTraces()) == 1 })
+	// Shutdown cancels the hung send (its context ends).
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
