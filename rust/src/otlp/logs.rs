@@ -168,3 +168,101 @@ fn record(event: &LiveEvent, invocation_id: &str, req: &LiveRequest, max_len: u3
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::LiveKind;
+    use crate::request::Limits;
+    use opentelemetry_proto::tonic::common::v1::KeyValue;
+    use std::path::PathBuf;
+
+    fn request() -> LiveRequest<'static> {
+        LiveRequest {
+            kind: LiveKind::MakeTiming,
+            invocation_dir: PathBuf::from("/d/20260101T000000-42"),
+            host_name: "h".into(),
+            service_name: String::new(),
+            resource_attributes: vec![
+                ("team".into(), "core".into()),
+                ("host.name".into(), "spoof".into()),
+            ],
+            data: b"",
+            final_chunk: false,
+            abandoned: false,
+            link_trace: false,
+            observed_unix_nano: 99,
+            max_records: 0,
+            limits: Limits::default(),
+        }
+    }
+
+    fn attr<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a Value> {
+        attrs
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| a.value.as_ref())
+            .and_then(|v| v.value.as_ref())
+    }
+
+    #[test]
+    fn recipes_and_edges_carry_their_times_and_the_build_resource() {
+        let events = [
+            LiveEvent::Recipe {
+                target: "/o/a.o".into(),
+                start_unix_ns: Some(1_000_000_000),
+                end_unix_ns: Some(3_500_000_000),
+            },
+            LiveEvent::NinjaEdge {
+                target: "bin/app".into(),
+                start_ms: 10,
+                end_ms: 260,
+            },
+        ];
+        let req = ExportLogsServiceRequest::decode(encode_live_logs(&request(), &events).as_slice()).unwrap();
+        let rl = &req.resource_logs[0];
+        let res = &rl.resource.as_ref().unwrap().attributes;
+        assert_eq!(
+            attr(res, "host.name"),
+            Some(&Value::StringValue("h".into())),
+            "built-in keys win"
+        );
+        assert_eq!(attr(res, "team"), Some(&Value::StringValue("core".into())));
+        assert_eq!(
+            attr(res, "service.instance.id"),
+            Some(&Value::StringValue("h:42".into()))
+        );
+        let [make, ninja] = &rl.scope_logs[0].log_records[..] else {
+            panic!("two records expected")
+        };
+        assert_eq!(
+            (make.time_unix_nano, make.observed_time_unix_nano),
+            (3_500_000_000, 99)
+        );
+        assert_eq!(
+            attr(&make.attributes, "ct.rule_type"),
+            Some(&Value::StringValue("compile".into()))
+        );
+        assert_eq!(
+            attr(&make.attributes, "ct.rule.duration_s"),
+            Some(&Value::DoubleValue(2.5))
+        );
+        assert_eq!(ninja.time_unix_nano, 99, "ninja has no wall clock");
+        assert_eq!(
+            attr(&ninja.attributes, "ct.rule_type"),
+            Some(&Value::StringValue("link".into()))
+        );
+        assert_eq!(
+            attr(&ninja.attributes, "ct.rule.duration_s"),
+            Some(&Value::DoubleValue(0.25))
+        );
+        assert_eq!(
+            attr(&ninja.attributes, "ct.ninja.end_ms"),
+            Some(&Value::IntValue(260))
+        );
+        for r in [make, ninja] {
+            assert_eq!(r.event_name, EVENT_RULE_FINISHED);
+            assert!(r.trace_id.is_empty() && r.span_id.is_empty());
+        }
+    }
+}
