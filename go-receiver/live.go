@@ -2,17 +2,13 @@ package compiletoolsreceiver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -63,13 +59,6 @@ type liveTracker struct {
 	lastTick time.Time
 	// held are the open files of followed builds (liveFile.held), by path.
 	held map[string]heldFile
-}
-
-// heldFile is a file kept open for a followed build.
-type heldFile struct {
-	f   *os.File
-	dir string
-	lf  liveFile
 }
 
 // liveListener is what the file watches tell the tracker.
@@ -213,101 +202,6 @@ func (t *liveTracker) tickSoon(ctx context.Context) {
 		}
 	}
 	t.tick(ctx)
-}
-
-// takeBorn follows a directory the watches saw created, before any poll
-// lists it; one that is excluded or already finished is left to the polls.
-func (t *liveTracker) takeBorn(dir string, now time.Time) {
-	if !t.haveScan || t.builds[dir] != nil || t.ignored[dir] || exists(filepath.Join(dir, discovery.TimingFile)) {
-		return
-	}
-	for _, p := range t.r.cfg.Exclude {
-		if ok, _ := doublestar.PathMatch(p, dir); ok {
-			return
-		}
-	}
-	t.follow(dir, now)
-}
-
-// follow starts following a running directory not followed yet: resumed
-// from its saved state, ignored when ended or dead at first sight.
-func (t *liveTracker) follow(dir string, now time.Time) {
-	pid := invocationPID(dir)
-	if st, ok := t.states[dir]; ok {
-		if st.Ended {
-			t.ignored[dir] = true
-		} else {
-			t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
-		}
-		return
-	}
-	if t.deadAtFirstSight(dir, pid, now) {
-		t.ignored[dir] = true
-		return
-	}
-	t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
-	t.states[dir] = liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: t.firstOffsets(dir, pid)}
-}
-
-// takeScan updates the followed builds from a poll's running directories.
-func (t *liveTracker) takeScan(running []string, now time.Time) {
-	t.haveScan = true
-	listed := make(map[string]bool, len(running))
-	for _, dir := range running {
-		listed[dir] = true
-		if b, ok := t.builds[dir]; ok {
-			b.running = true
-			continue
-		}
-		if !t.ignored[dir] {
-			t.follow(dir, now)
-		}
-	}
-	for dir, b := range t.builds {
-		b.running = listed[dir]
-	}
-	for dir := range t.ignored {
-		if !listed[dir] {
-			delete(t.ignored, dir)
-			if t.states[dir].Ended {
-				delete(t.states, dir) // no longer "running" on disk: never followed again
-			}
-		}
-	}
-	// Builds followed before a restart that finished meanwhile: end them.
-	for dir, st := range t.states {
-		if _, ok := t.builds[dir]; ok || listed[dir] || st.Ended {
-			continue
-		}
-		if st.Started {
-			t.builds[dir] = &liveBuild{dir: dir, pid: invocationPID(dir)}
-		} else {
-			delete(t.states, dir) // never announced: nothing to end
-		}
-	}
-}
-
-// firstOffsets: files shared with earlier builds are read from their size
-// when the build is first seen (a missing one from 0 once it appears).
-func (t *liveTracker) firstOffsets(dir string, pid uint64) map[string]int64 {
-	offsets := map[string]int64{}
-	for _, f := range t.r.liveFiles(dir, pid) {
-		if f.fromEnd {
-			offsets[f.path] = fileSize(f.path)
-		}
-	}
-	return offsets
-}
-
-// deadAtFirstSight: directories without timing.json accumulate (a build
-// killed, a run with only a statslog); only a build that looks alive when
-// first seen is followed, so old directories never get start records.
-func (t *liveTracker) deadAtFirstSight(dir string, pid uint64, now time.Time) bool {
-	if t.cfg.AbandonWhenPIDGone && pidGone(pid) {
-		return true
-	}
-	st, err := os.Lstat(dir)
-	return err != nil || now.Sub(st.ModTime()) > t.cfg.AbandonAfter
 }
 
 // tick reads every followed build once and sends what it found in one
@@ -473,56 +367,6 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 	return false
 }
 
-// read reads what f gained since offset: through the file kept open for
-// it, or a fresh open (a shared file, which may be replaced).
-func (t *liveTracker) read(dir string, f liveFile, offset int64) ([]byte, int64, bool, error) {
-	file := t.held[f.path].f
-	if file == nil {
-		var err error
-		if file, err = openLive(t.r.readable(dir, f)); err != nil || file == nil {
-			return nil, 0, false, err
-		}
-		if f.held {
-			t.held[f.path] = heldFile{f: file, dir: dir, lf: f}
-		} else {
-			defer file.Close()
-		}
-	}
-	return readAppended(file, offset, f.fromEnd)
-}
-
-// filesOf lists b's growing files: those on disk now, and those kept open
-// that ct-cake deleted meanwhile (a make timing log after its ingest).
-func (t *liveTracker) filesOf(b *liveBuild) []liveFile {
-	files := t.r.liveFiles(b.dir, b.pid)
-	listed := make(map[string]bool, len(files))
-	for _, f := range files {
-		listed[f.path] = true
-	}
-	for path, h := range t.held {
-		if h.dir == b.dir && !listed[path] {
-			files = append(files, h.lf)
-		}
-	}
-	return files
-}
-
-func (t *liveTracker) release(path string) {
-	if h, ok := t.held[path]; ok {
-		_ = h.f.Close()
-		delete(t.held, path)
-	}
-}
-
-// releaseBuild closes the files kept open for the build in dir.
-func (t *liveTracker) releaseBuild(dir string) {
-	for path, h := range t.held {
-		if h.dir == dir {
-			t.release(path)
-		}
-	}
-}
-
 // abandonedMark marks, among an ended build's offsets, that it ended as
 // abandoned (its state is kept while it stays on disk).
 const abandonedMark = "\x00abandoned"
@@ -546,34 +390,6 @@ func (t *liveTracker) warnOnce(key, msg string, err error) {
 	t.warned[key] = true
 	path, _, _ := strings.Cut(key, "\x00")
 	t.r.logger.Warn(msg, zap.String("path", path), zap.Error(err))
-}
-
-// invocationPID is the ct-cake PID in an invocation directory's name (0
-// when the name has none).
-func invocationPID(dir string) uint64 {
-	name := filepath.Base(dir)
-	i := strings.LastIndexByte(name, '-')
-	if i < 0 {
-		return 0
-	}
-	pid, err := strconv.ParseUint(name[i+1:], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return pid
-}
-
-// pidGone reports whether no process has this PID on this host (PID reuse
-// can make a dead build look alive, never the reverse).
-func pidGone(pid uint64) bool {
-	if pid == 0 {
-		return false
-	}
-	if pid > 1<<22 { // above Linux's PID_MAX_LIMIT
-		return true
-	}
-	err := syscall.Kill(int(pid), 0)
-	return errors.Is(err, syscall.ESRCH)
 }
 
 func exists(path string) bool {

@@ -157,3 +157,60 @@ func readAppended(f *os.File, offset int64, shared bool) (data []byte, reset int
 	}
 	return data[:got], 0, false, nil
 }
+
+// heldFile is a file kept open for a followed build.
+type heldFile struct {
+	f   *os.File
+	dir string
+	lf  liveFile
+}
+
+// read reads what f gained since offset: through the file kept open for
+// it, or a fresh open (a shared file, which may be replaced).
+func (t *liveTracker) read(dir string, f liveFile, offset int64) ([]byte, int64, bool, error) {
+	file := t.held[f.path].f
+	if file == nil {
+		var err error
+		if file, err = openLive(t.r.readable(dir, f)); err != nil || file == nil {
+			return nil, 0, false, err
+		}
+		if f.held {
+			t.held[f.path] = heldFile{f: file, dir: dir, lf: f}
+		} else {
+			defer file.Close()
+		}
+	}
+	return readAppended(file, offset, f.fromEnd)
+}
+
+// filesOf lists b's growing files: those on disk now, and those kept open
+// that ct-cake deleted meanwhile (a make timing log after its ingest).
+func (t *liveTracker) filesOf(b *liveBuild) []liveFile {
+	files := t.r.liveFiles(b.dir, b.pid)
+	listed := make(map[string]bool, len(files))
+	for _, f := range files {
+		listed[f.path] = true
+	}
+	for path, h := range t.held {
+		if h.dir == b.dir && !listed[path] {
+			files = append(files, h.lf)
+		}
+	}
+	return files
+}
+
+func (t *liveTracker) release(path string) {
+	if h, ok := t.held[path]; ok {
+		_ = h.f.Close()
+		delete(t.held, path)
+	}
+}
+
+// releaseBuild closes the files kept open for the build in dir.
+func (t *liveTracker) releaseBuild(dir string) {
+	for path, h := range t.held {
+		if h.dir == dir {
+			t.release(path)
+		}
+	}
+}
