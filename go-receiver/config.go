@@ -115,6 +115,8 @@ type Config struct {
 	CAS CASConfig `mapstructure:"cas"`
 	// History keeps per-target compile times across builds (history_config.go).
 	History HistoryConfig `mapstructure:"history"`
+	// Live sends the progress of running builds as log records.
+	Live LiveConfig `mapstructure:"live"`
 
 	// deprecatedKeys are the deprecated spellings the configuration used,
 	// each with its replacement, for the receiver to warn about.
@@ -255,6 +257,7 @@ func createDefaultConfig() *Config {
 		History:             defaultHistoryConfig(),
 
 		ResourceAttributeSwitches: metadata.DefaultResourceAttributesConfig(),
+		Live:                      defaultLiveConfig(),
 	}
 }
 
@@ -365,5 +368,6 @@ func (c *Config) Validate() error {
 		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)
 	}
 	errs = append(errs, c.History.validate()...)
+	errs = append(errs, c.Live.validate()...)
 	return errors.Join(errs...)
 }

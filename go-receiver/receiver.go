@@ -41,6 +41,8 @@ type compiletoolsReceiver struct {
 	// host's builds share (metrics_cumulative.go).
 	metricSwitches metricSwitches
 	cumulative     *cumulativeTotals
+	logs           consumer.Logs
+	obsLogs        *receiverhelper.ObsReport
 
 	// Set up in Start.
 	hostName  string
@@ -50,6 +52,9 @@ type compiletoolsReceiver struct {
 	live      *liveCapture
 	telemetry *selfTelemetry
 	history   *buildHistory // nil: history disabled
+	// tracker follows running builds for the logs signal (live.go); nil
+	// without a logs pipeline or with live.enabled false.
+	tracker *liveTracker
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
 	// casFailingPools are the CAS pools whose listing failed and was
@@ -65,6 +70,7 @@ type compiletoolsReceiver struct {
 	done      chan struct{}
 	casDone   chan struct{}
 	liveDone  chan struct{}
+	trackDone chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -137,6 +143,13 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 			r.live.run(runCtx)
 		}()
 	}
+	if r.tracker != nil {
+		r.trackDone = make(chan struct{})
+		go func() {
+			defer close(r.trackDone)
+			r.tracker.run(runCtx)
+		}()
+	}
 	go r.run(runCtx)
 	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
 		r.casDone = make(chan struct{})
@@ -196,6 +209,10 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		return err
 	}
 	r.ledger.history = r.history
+	if err := r.setUpLiveTracker(ctx, host); err != nil {
+		_ = store.Close(ctx)
+		return err
+	}
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}
 	r.casWarned = map[string]map[string]bool{}
@@ -241,7 +258,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone, r.trackDone} {
 			if done == nil {
 				continue
 			}
@@ -254,7 +271,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 		}
 		r.telemetry.shutdown()
 		r.history.close()
-		err = r.ledger.close(ctx)
+		err = errors.Join(r.ledger.close(ctx), r.tracker.close(ctx))
 	})
 	return err
 }

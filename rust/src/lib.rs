@@ -26,6 +26,7 @@ pub mod ffi;
 pub mod history;
 pub mod ids;
 pub mod input;
+pub mod live;
 pub mod otlp;
 pub mod outcomes;
 pub mod pipeline;

@@ -49,6 +49,47 @@
 #define CT_FLAG_FORCE_PANIC 2147483648
 
 /**
+ * `CtLiveRequest.kind`: bytes appended to an auto `ccache.statslog`.
+ */
+#define CT_LIVE_STATSLOG 1
+
+/**
+ * `CtLiveRequest.kind`: bytes appended to `.ct-make-timing.<pid>.*.jsonl`.
+ */
+#define CT_LIVE_MAKE_TIMING 2
+
+/**
+ * `CtLiveRequest.kind`: bytes appended to `.ninja_log`.
+ */
+#define CT_LIVE_NINJA_LOG 3
+
+/**
+ * `CtLiveRequest.kind`: the `ct.build.start` record.
+ */
+#define CT_LIVE_BUILD_START 4
+
+/**
+ * `CtLiveRequest.kind`: the `ct.build.end` record.
+ */
+#define CT_LIVE_BUILD_END 5
+
+/**
+ * `CtLiveRequest.flags`: no more bytes will come; a last line without its
+ * newline is a record too.
+ */
+#define CT_LIVE_FLAG_FINAL 1
+
+/**
+ * `CtLiveRequest.flags` (end): the build died without `timing.json`.
+ */
+#define CT_LIVE_FLAG_ABANDONED 2
+
+/**
+ * `CtLiveRequest.flags` (end): the build's trace was delivered; link to it.
+ */
+#define CT_LIVE_FLAG_LINK_TRACE 4
+
+/**
  * A kind of CAS store. The declaration order is the order compiletools
  * uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
  * derived `Ord` follows it. The discriminants are the C ABI's numbers:
@@ -366,6 +407,77 @@ typedef struct {
 } CtHistoryFootprint;
 
 /**
+ * One live call. Views are borrowed for the call only.
+ */
+typedef struct {
+  /**
+   * `CT_LIVE_*` kind.
+   */
+  uint32_t kind;
+  /**
+   * `CT_LIVE_FLAG_*` bits.
+   */
+  uint32_t flags;
+  CtByteView invocation_dir;
+  CtByteView host_name;
+  CtByteView service_name;
+  /**
+   * User resource attributes as `key\0value\0…`.
+   */
+  CtByteView resource_attributes;
+  /**
+   * The bytes appended since the last call (file kinds).
+   */
+  CtByteView data;
+  /**
+   * When the bytes were read, Unix ns.
+   */
+  uint64_t observed_unix_nano;
+  /**
+   * Most records returned; 0: no cap.
+   */
+  uint32_t max_records;
+  /**
+   * Longest string attribute value; 0: the default.
+   */
+  uint32_t max_attribute_len;
+} CtLiveRequest;
+
+/**
+ * What one live call returns; buffers are empty (null) when unused.
+ */
+typedef struct {
+  /**
+   * `ExportLogsServiceRequest` protobuf; empty when no record.
+   */
+  CtBuffer logs;
+  /**
+   * Bytes of `data` consumed; the rest is to be passed again next time.
+   */
+  uint64_t consumed;
+  uint64_t records;
+  /**
+   * Lines that were not records.
+   */
+  uint64_t skipped;
+  /**
+   * Compiles seen, by ccache outcome.
+   */
+  uint64_t direct_hits;
+  uint64_t preprocessed_hits;
+  uint64_t misses;
+  uint64_t uncacheable;
+  /**
+   * Warnings, one per line (UTF-8).
+   */
+  CtBuffer warnings;
+  /**
+   * The error message when the call returned non-zero (UTF-8).
+   */
+  CtBuffer error_message;
+} CtLiveResult;
+
+/**
  * The resource keys of this module, in the order they are written.
  */
 #define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
@@ -552,6 +664,25 @@ CtHistoryFootprint ct_history_footprint(const CtHistory *history);
  * `buffer` must be null or filled by `ct_history_save` / `ct_history_restore`.
  */
 void ct_buffer_free(CtBuffer *buffer);
+
+/**
+ * Turns one live request into log records. Returns 0, or a `CtErrorCode`
+ * with `out->error_message`; `out` is always written and must be released
+ * with `ct_live_result_free`.
+ *
+ * # Safety
+ * `req` and `out` must be valid; every view must be valid for its length
+ * during the call; `cancel` may be null.
+ */
+int32_t ct_live_records(const CtLiveRequest *req, const CtCancel *cancel, CtLiveResult *out);
+
+/**
+ * Frees every buffer of a live result; safe to call twice.
+ *
+ * # Safety
+ * `res` must be null or point to a result filled by `ct_live_records`.
+ */
+void ct_live_result_free(CtLiveResult *res);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -15,12 +15,14 @@ mod cas;
 mod export;
 mod guard;
 mod history;
+mod live;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
 pub use cas::{CtCasCache, CtCasCacheFootprint, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
 pub use history::{CtHistory, CtHistoryFootprint};
+pub use live::{CtLiveRequest, CtLiveResult};
 
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;

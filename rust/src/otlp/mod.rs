@@ -13,6 +13,7 @@ pub mod build_metrics;
 pub mod cas;
 pub mod histogram;
 pub mod history;
+pub mod logs;
 pub mod metrics;
 pub mod resource;
 pub mod root;

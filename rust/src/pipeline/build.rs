@@ -381,7 +381,7 @@ fn unix_nanos(t: i64) -> u64 {
 
 /// The invocation directory as the trace id names it: canonical (symlinks
 /// resolved, absolute), or as given when it cannot be canonicalised.
-fn canonical_dir(dir: &Path) -> PathBuf {
+pub(crate) fn canonical_dir(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
@@ -393,13 +393,13 @@ fn invocation_id(dir: &Path) -> String {
 }
 
 #[cfg(unix)]
-fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
+pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
     use std::os::unix::ffi::OsStrExt;
     Cow::Borrowed(p.as_os_str().as_bytes())
 }
 
 #[cfg(not(unix))]
-fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
+pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
     match p.to_string_lossy() {
         Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
         Cow::Owned(s) => Cow::Owned(s.into_bytes()),

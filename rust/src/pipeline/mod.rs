@@ -5,7 +5,7 @@
 //! fills in what they return; tests, examples and benches call them
 //! directly.
 
-mod build;
+pub(crate) mod build;
 mod cas;
 mod history;
 
