@@ -47,6 +47,9 @@ type Request struct {
 	VCS VCS
 	// RootSpanServer makes the root span SERVER instead of INTERNAL.
 	RootSpanServer bool
+	// BuildGraphPath is the build's generated build.ninja or Makefile
+	// ("{variant}" replaced by the core), for the exact critical path.
+	BuildGraphPath string
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool

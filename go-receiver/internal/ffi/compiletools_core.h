@@ -178,6 +178,11 @@ typedef struct {
   CtByteView vcs_ref_head_type;
   CtByteView vcs_repository_url_full;
   CtByteView vcs_provider_name;
+  /**
+   * The build's generated `build.ninja` / Makefile for the exact
+   * critical path (`{variant}` is replaced by the build's variant).
+   */
+  CtByteView build_graph_path;
 } CtBuildRequest;
 
 /**
