@@ -148,9 +148,7 @@ fn trim(s: &[u8]) -> &[u8] {
 /// Lines with backslash-newline continuations joined by one space (make's
 /// rule outside recipes), numbered by their first physical line.
 fn logical_lines(text: &[u8]) -> impl Iterator<Item = (usize, Cow<'_, [u8]>)> {
-    let mut physical = text
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let mut physical = super::ninja_file::physical_lines(text);
     let mut number = 0usize;
     std::iter::from_fn(move || {
         let first = physical.next()?;

@@ -39,9 +39,14 @@ pub fn parse(text: &[u8]) -> Result<DepGraph, GraphError> {
         let indented = body.len() < line.len();
         if indented {
             if let Some(build) = pending.as_mut() {
-                let (name, value) = binding(body).map_err(at)?;
-                let value = p.eval(value, &[]).map_err(at)?;
-                build.bindings.push((name.to_vec(), value));
+                // A statement's bindings only matter to its paths when they
+                // name a variable; ct-cake's `cmd = …` lines (most of the
+                // file) are skipped unread.
+                if build.raw.contains(&b'$') {
+                    let (name, value) = binding(body).map_err(at)?;
+                    let value = p.eval(value, &[]).map_err(at)?;
+                    build.bindings.push((name.to_vec(), value));
+                }
             } else if !in_block {
                 return Err(at(GraphError::new("indented line outside a statement")));
             }
@@ -133,7 +138,11 @@ impl Parser {
                     Section::Validations
                 }
                 (s, Token::Path(raw)) => {
-                    let path = self.eval(raw, &build.bindings)?;
+                    let path = if raw.contains(&b'$') {
+                        Cow::Owned(self.eval(raw, &build.bindings)?)
+                    } else {
+                        Cow::Borrowed(raw)
+                    };
                     if !path.is_empty() {
                         match s {
                             Section::Outputs | Section::ImplicitOutputs => {
@@ -298,9 +307,7 @@ fn trim_end(s: &[u8]) -> &[u8] {
 /// dropped), numbered from 1 by their first physical line; `\r` before a
 /// newline is dropped.
 fn logical_lines(text: &[u8]) -> impl Iterator<Item = (usize, Cow<'_, [u8]>)> {
-    let mut physical = text
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let mut physical = physical_lines(text);
     let mut number = 0usize;
     std::iter::from_fn(move || {
         let first = physical.next()?;
@@ -321,6 +328,23 @@ fn logical_lines(text: &[u8]) -> impl Iterator<Item = (usize, Cow<'_, [u8]>)> {
             }
         }
         Some((start, Cow::Owned(joined)))
+    })
+}
+
+/// The file's lines (memchr: most of a large file is skipped line by line),
+/// without their `\r\n` / `\n`.
+pub(super) fn physical_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    let mut newlines = memchr::memchr_iter(b'\n', text);
+    std::iter::from_fn(move || {
+        let end = match newlines.next() {
+            Some(nl) => nl,
+            None if start <= text.len() => text.len(),
+            None => return None,
+        };
+        let line = &text[start..end];
+        start = end + 1;
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
     })
 }
 
@@ -384,7 +408,7 @@ mod tests {
         for (text, why) in [
             (&b"include other.ninja\n"[..], "not followed"),
             (b"subninja x.ninja\n", "not followed"),
-            (b"build a: r b\n  x\n", "name = value"),
+            (b"build $a: r b\n  x\n", "name = value"),
             (b"  indented\n", "indented"),
             (b"build a r\n", "without `: rule`"),
             (b"build : r\n", "without outputs"),

@@ -342,6 +342,7 @@ mod tests {
             vcs_ref_head_type: empty,
             vcs_repository_url_full: empty,
             vcs_provider_name: empty,
+            build_graph_path: empty,
         }
     }
 
