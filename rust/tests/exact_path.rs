@@ -464,3 +464,39 @@ fn backends_without_a_graph_ignore_the_setting_and_variants_are_substituted() {
         ("make_graph".to_owned(), vec![])
     );
 }
+
+// --------------------------------------------------------- hostile files
+
+/// Bytes biased towards the grammar's special characters.
+fn hostile_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        4 => prop::sample::select(b"build rule : | || |@ $ ${} = \n\t\\ # % include phony a b.o".to_vec()),
+        1 => any::<u8>(),
+    ];
+    prop::collection::vec(byte, 0..400)
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Whatever the file holds, the readers and the path return (a graph or
+    /// a reason), never panic; a graph they return has a path or a reason.
+    #[test]
+    fn hostile_build_files_never_panic(bytes in hostile_bytes(), cut in any::<prop::sample::Index>()) {
+        use compiletools_core::analytics::{exact_path, makefile, ninja_file};
+        let valid = build_file("ninja", &small()).into_bytes();
+        let mut spliced = valid.clone();
+        let at = cut.index(valid.len() + 1);
+        spliced.splice(at..at, bytes.iter().copied());
+        for text in [&bytes, &spliced] {
+            for graph in [ninja_file::parse(text), makefile::parse(text)].into_iter().flatten() {
+                let n = graph.node_count() as u32;
+                let weights = exact_path::Weights {
+                    node_of_rule: (0..n.min(8)).collect(),
+                    duration_ns: (0..n.min(8)).map(i64::from).collect(),
+                };
+                let _ = exact_path::exact(&graph, &weights);
+            }
+        }
+    }
+}
