@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 const case16Make = "16-geom-make-cold-native-flock"
@@ -96,5 +99,21 @@ func TestBuildGraphMappingValidation(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
+	}
+}
+
+// The build graph is read into memory with the build: it counts towards
+// limits.max_parse_bytes_in_flight.
+func TestBuildGraphCountsTowardsTheParseBudget(t *testing.T) {
+	graph := filepath.Join(t.TempDir(), "build.ninja")
+	if err := os.WriteFile(graph, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := discovery.Build{Size: 100}
+	if got := inputBytes(b, ffi.Request{BuildGraphPath: graph}); got != 4196 {
+		t.Errorf("inputBytes with a 4096-byte graph = %d, want 4196", got)
+	}
+	if got := inputBytes(b, ffi.Request{BuildGraphPath: filepath.Join(t.TempDir(), "bin", "{variant}", "Makefile")}); got != 100 {
+		t.Errorf("inputBytes with an unresolved graph path = %d, want 100", got)
 	}
 }
