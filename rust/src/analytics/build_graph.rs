@@ -10,19 +10,22 @@
 //! | shake, cmake, bazel, others | — (no graph on disk) | `estimate` |
 //!
 //! The file is read like every other input: bounded by the file size limit,
-//! never through a symbolic link in its own name, never waiting on a FIFO.
+//! never through a symbolic link in its own name, never waiting on a FIFO;
+//! and as a stream, never whole (see `build_file_lines`).
 //! It describes the latest ct-cake run in its directory, not necessarily
 //! this build, so it is used only when it was not rewritten after this
 //! build's `timing.json` and when it lists every rule the build ran (both
 //! checked here and in [`super::analyze_with`]); otherwise the critical
 //! path stays the estimate, with a warning.
 
+use std::fs::File;
+use std::io::{BufReader, Read, Take};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::dep_graph::DepGraph;
 use super::{makefile, ninja_file};
-use crate::input::read_bounded;
+use crate::input::open_without_blocking;
 use crate::timing::Build;
 use crate::warnings::Warnings;
 
@@ -57,7 +60,14 @@ impl PathMethod {
 }
 
 /// A build file reader.
-type Parser = fn(&[u8]) -> Result<DepGraph, super::dep_graph::GraphError>;
+type Parser = fn(&mut Reader) -> Result<DepGraph, super::dep_graph::GraphError>;
+
+/// The file as the readers see it: a stream, capped one byte past the limit
+/// so that a file growing while it is read is noticed.
+type Reader = BufReader<Take<File>>;
+
+/// Read buffer of the stream.
+const READ_BUFFER: usize = 1 << 20;
 
 /// A build's dependency graph and where it came from.
 #[derive(Debug)]
@@ -78,8 +88,8 @@ pub fn load(
     warnings: &mut Warnings,
 ) -> Option<BuildGraph> {
     let (method, parse): (PathMethod, Parser) = match build.backend.as_str() {
-        "ninja" => (PathMethod::NinjaGraph, ninja_file::parse),
-        "make" => (PathMethod::MakeGraph, makefile::parse),
+        "ninja" => (PathMethod::NinjaGraph, |r| ninja_file::parse(r)),
+        "make" => (PathMethod::MakeGraph, |r| makefile::parse(r)),
         // No graph on disk for the other backends: the setting does not apply.
         _ => return None,
     };
@@ -94,10 +104,22 @@ pub fn load(
         Ok(path) => path,
         Err(why) => return refuse(warnings, template, why),
     };
-    if let (Some(built), Ok(Ok(modified))) = (
-        timing_modified,
-        std::fs::symlink_metadata(&path).map(|m| m.modified()),
-    ) {
+    let file = match open_without_blocking(&path) {
+        Ok(file) => file,
+        Err(e) => return refuse(warnings, &path, &e.to_string()),
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return refuse(warnings, &path, &e.to_string()),
+    };
+    if !meta.is_file() {
+        return refuse(warnings, &path, "not a regular file; not read");
+    }
+    if meta.len() > max_file_bytes {
+        let why = format!("file is {} bytes, limit is {max_file_bytes}", meta.len());
+        return refuse(warnings, &path, &why);
+    }
+    if let (Some(built), Ok(modified)) = (timing_modified, meta.modified()) {
         if modified > built + MTIME_SLACK {
             return refuse(
                 warnings,
@@ -106,11 +128,12 @@ pub fn load(
             );
         }
     }
-    let text = match read_bounded(&path, max_file_bytes) {
-        Ok(text) => text,
-        Err(e) => return refuse(warnings, &path, &e.to_string()),
-    };
-    match parse(&text) {
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file.take(max_file_bytes.saturating_add(1)));
+    let parsed = parse(&mut reader);
+    if reader.get_ref().limit() == 0 {
+        return refuse(warnings, &path, "grew past the size limit while it was read");
+    }
+    match parsed {
         Ok(graph) => Some(BuildGraph { graph, method, path }),
         Err(e) => refuse(warnings, &path, &e.to_string()),
     }

@@ -9,20 +9,22 @@
 //! conditionals, `include`, `vpath` — is refused: an exact path from a
 //! guessed graph would be a wrong one.
 
-use std::borrow::Cow;
+use std::io::BufRead;
 
+use super::build_file_lines::LogicalLines;
 use super::dep_graph::{DepGraph, GraphBuilder, GraphError};
 
 /// Reads `text` (the whole Makefile).
-pub fn parse(text: &[u8]) -> Result<DepGraph, GraphError> {
+pub fn parse(reader: impl BufRead) -> Result<DepGraph, GraphError> {
     let mut builder = GraphBuilder::new();
     let mut in_define = false;
-    for (line_no, line) in logical_lines(text) {
+    let mut lines = LogicalLines::new(reader, b'\\', true);
+    while let Some((line_no, line)) = lines.next_line()? {
         let at = |e: GraphError| GraphError::new(format!("line {line_no}: {e}"));
         if line.first() == Some(&b'\t') {
             continue; // a recipe line
         }
-        let line = strip_comment(&line);
+        let line = strip_comment(line);
         let body = trim(line);
         let word = first_word(body);
         if in_define {
@@ -145,39 +147,6 @@ fn trim(s: &[u8]) -> &[u8] {
     s.get(start..s.len().saturating_sub(end)).unwrap_or(&[])
 }
 
-/// Lines with backslash-newline continuations joined by one space (make's
-/// rule outside recipes), numbered by their first physical line.
-fn logical_lines(text: &[u8]) -> impl Iterator<Item = (usize, Cow<'_, [u8]>)> {
-    let mut physical = super::ninja_file::physical_lines(text);
-    let mut number = 0usize;
-    std::iter::from_fn(move || {
-        let first = physical.next()?;
-        number += 1;
-        let start = number;
-        if !continues(first) {
-            return Some((start, Cow::Borrowed(first)));
-        }
-        let mut joined = first[..first.len() - 1].to_vec();
-        for next in physical.by_ref() {
-            number += 1;
-            joined.push(b' ');
-            let next = &next[next.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
-            if continues(next) {
-                joined.extend_from_slice(&next[..next.len() - 1]);
-            } else {
-                joined.extend_from_slice(next);
-                break;
-            }
-        }
-        Some((start, Cow::Owned(joined)))
-    })
-}
-
-/// Ends in an odd number of backslashes.
-fn continues(line: &[u8]) -> bool {
-    line.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,7 +172,7 @@ mod tests {
             define BLOCK\n\
             x: y\n\
             endef\n";
-        let g = parse(text).unwrap();
+        let g = parse(&text[..]).unwrap();
         let n = |p: &str| g.node_of(p.as_bytes()).unwrap_or_else(|| panic!("{p} missing"));
         assert_eq!(g.deps_of(n("/o/a.o")), [n("/o")]);
         assert_eq!(g.deps_of(n("/e/app.exe")), [n("/e"), n("/o/a.o"), n("/o/b.o")]);

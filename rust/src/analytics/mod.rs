@@ -27,6 +27,7 @@
 //! [`RuleFacts`] lookup by event are the extension points. Nothing of it is
 //! computed yet, and nothing is emitted for it.
 
+pub mod build_file_lines;
 pub mod build_graph;
 pub mod critical_path;
 pub mod dep_graph;

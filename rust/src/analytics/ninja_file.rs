@@ -17,7 +17,9 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::io::BufRead;
 
+use super::build_file_lines::LogicalLines;
 use super::dep_graph::{DepGraph, GraphBuilder, GraphError};
 
 /// Longest value of one variable or path after expansion.
@@ -26,13 +28,14 @@ const MAX_VALUE_BYTES: usize = 1 << 20;
 const MAX_EXPANDED_BYTES: usize = 64 << 20;
 
 /// Reads `text` (the whole `build.ninja`).
-pub fn parse(text: &[u8]) -> Result<DepGraph, GraphError> {
+pub fn parse(reader: impl BufRead) -> Result<DepGraph, GraphError> {
     let mut p = Parser::default();
     let mut pending: Option<Pending> = None;
     let mut in_block = false;
-    for (line_no, line) in logical_lines(text) {
+    let mut lines = LogicalLines::new(reader, b'$', false);
+    while let Some((line_no, line)) = lines.next_line()? {
         let at = |e: GraphError| GraphError::new(format!("line {line_no}: {e}"));
-        let body = trim_start(&line);
+        let body = trim_start(line);
         if body.is_empty() || body[0] == b'#' {
             continue;
         }
@@ -303,56 +306,6 @@ fn trim_end(s: &[u8]) -> &[u8] {
     &s[..s.len() - n]
 }
 
-/// Lines with `$`-newline continuations joined (the next line's indentation
-/// dropped), numbered from 1 by their first physical line; `\r` before a
-/// newline is dropped.
-fn logical_lines(text: &[u8]) -> impl Iterator<Item = (usize, Cow<'_, [u8]>)> {
-    let mut physical = physical_lines(text);
-    let mut number = 0usize;
-    std::iter::from_fn(move || {
-        let first = physical.next()?;
-        number += 1;
-        let start = number;
-        if !continues(first) {
-            return Some((start, Cow::Borrowed(first)));
-        }
-        let mut joined = first[..first.len() - 1].to_vec();
-        for next in physical.by_ref() {
-            number += 1;
-            let next = trim_start(next);
-            if continues(next) {
-                joined.extend_from_slice(&next[..next.len() - 1]);
-            } else {
-                joined.extend_from_slice(next);
-                break;
-            }
-        }
-        Some((start, Cow::Owned(joined)))
-    })
-}
-
-/// The file's lines (memchr: most of a large file is skipped line by line),
-/// without their `\r\n` / `\n`.
-pub(super) fn physical_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut start = 0;
-    let mut newlines = memchr::memchr_iter(b'\n', text);
-    std::iter::from_fn(move || {
-        let end = match newlines.next() {
-            Some(nl) => nl,
-            None if start <= text.len() => text.len(),
-            None => return None,
-        };
-        let line = &text[start..end];
-        start = end + 1;
-        Some(line.strip_suffix(b"\r").unwrap_or(line))
-    })
-}
-
-/// Ends in an odd number of `$`: the last one escapes the newline.
-fn continues(line: &[u8]) -> bool {
-    line.iter().rev().take_while(|&&b| b == b'$').count() % 2 == 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,7 +335,7 @@ mod tests {
             build $builddir/c.o: cc x$ y\n\
             build all: phony app\n\
             default all\n";
-        let g = parse(text).unwrap();
+        let g = parse(&text[..]).unwrap();
         assert_eq!(
             deps(&g, "a.o"),
             [b"a.c".to_vec(), b"gen.h".to_vec(), b"dir".to_vec()]
@@ -397,7 +350,7 @@ mod tests {
 
     #[test]
     fn statement_bindings_shadow_the_file_and_unknowns_are_empty() {
-        let g = parse(b"d = top\nbuild $d/x: r $nothing${d}y\n  d = mine\n").unwrap();
+        let g = parse(&b"d = top\nbuild $d/x: r $nothing${d}y\n  d = mine\n"[..]).unwrap();
         let x = g.node_of(b"mine/x").expect("edge binding used for the output");
         assert_eq!(g.deps_of(x), [g.node_of(b"miney").unwrap()]);
         assert!(g.node_of(b"top/x").is_none());
@@ -427,7 +380,7 @@ mod tests {
         for _ in 0..40 {
             text.extend_from_slice(b"a = $a$a\n");
         }
-        let e = parse(&text).unwrap_err().to_string();
+        let e = parse(&text[..]).unwrap_err().to_string();
         assert!(e.contains("exceed"), "{e}");
     }
 }
