@@ -500,3 +500,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_graph_over_the_file_size_limit_keeps_the_estimate() {
+    let b = Build::new("ninja", &small());
+    let mut text = std::fs::read_to_string(&b.graph).unwrap();
+    text.push_str(&"# padding\n".repeat(100_000));
+    std::fs::write(&b.graph, text).unwrap();
+    let mut req = b.fx.request();
+    req.build_graph = Some(b.graph.clone());
+    req.limits.max_file_bytes = 500_000;
+    let out = process_build(&req, &CancelToken::new()).unwrap();
+    let trace = ExportTraceServiceRequest::decode(out.traces.as_deref().unwrap()).unwrap();
+    let spans = trace.resource_spans[0].scope_spans[0].spans.clone();
+    let (m, w) = method_and_warnings(&spans, &out, "ninja");
+    assert_eq!(m, "estimate");
+    assert!(w.iter().any(|w| w.contains("limit is 500000")), "{w:?}");
+}
