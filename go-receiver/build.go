@@ -124,6 +124,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 	if req.StatslogPath == "" {
 		req.StatslogPath = r.mappedStatslog(b.Dir)
 	}
+	req.BuildGraphPath = r.mappedBuildGraph(b.Dir)
 	req.ResourceAttributes = r.userAttributes()
 	return req
 }
@@ -180,6 +181,17 @@ func (r *compiletoolsReceiver) sideFile(ctx context.Context, dir, name string) s
 	}
 	if r.capturer != nil {
 		return r.capturer.Path(dir, name)
+	}
+	return ""
+}
+
+// mappedBuildGraph returns the configured build file of a build (the first
+// matching analytics.build_graphs entry).
+func (r *compiletoolsReceiver) mappedBuildGraph(dir string) string {
+	for _, m := range r.cfg.Analytics.BuildGraphs {
+		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
+			return m.Path
+		}
 	}
 	return ""
 }

@@ -117,6 +117,8 @@ type Config struct {
 	History HistoryConfig `mapstructure:"history"`
 	// Live sends the progress of running builds as log records.
 	Live LiveConfig `mapstructure:"live"`
+	// Analytics configures the build analytics.
+	Analytics AnalyticsConfig `mapstructure:"analytics"`
 
 	// deprecatedKeys are the deprecated spellings the configuration used,
 	// each with its replacement, for the receiver to warn about.
@@ -170,6 +172,25 @@ type CaptureConfig struct {
 // StatslogMapping: builds whose invocation directory matches Include use
 // the statslog at Path.
 type StatslogMapping struct {
+	Include string `mapstructure:"include"`
+	Path    string `mapstructure:"path"`
+
+	_ struct{}
+}
+
+// AnalyticsConfig: where the dependency graph of a build is, for an exact
+// critical path (ninja and make backends); without it the path is estimated.
+type AnalyticsConfig struct {
+	// BuildGraphs maps builds to their generated build.ninja or Makefile.
+	BuildGraphs []BuildGraphMapping `mapstructure:"build_graphs"`
+
+	_ struct{}
+}
+
+// BuildGraphMapping: builds whose invocation directory matches Include
+// have their dependency graph in Path ("{variant}" stands for the build's
+// variant, e.g. <ws>/bin/{variant}/Makefile).
+type BuildGraphMapping struct {
 	Include string `mapstructure:"include"`
 	Path    string `mapstructure:"path"`
 
@@ -341,6 +362,14 @@ func (c *Config) Validate() error {
 		}
 		if m.Path == "" {
 			add("capture.statslogs[%d].path: must not be empty", i)
+		}
+	}
+	for i, m := range c.Analytics.BuildGraphs {
+		if m.Include == "" || !doublestar.ValidatePathPattern(m.Include) {
+			add("analytics.build_graphs[%d].include: invalid glob %q", i, m.Include)
+		}
+		if m.Path == "" || strings.ContainsRune(m.Path, 0) {
+			add("analytics.build_graphs[%d].path: must be a non-empty path", i)
 		}
 	}
 	checkStores := func(key string, stores []CASStore) {

@@ -57,6 +57,10 @@ pub struct BuildRequest {
     pub statslog: Option<PathBuf>,
     /// A `rule_outcomes.log` for this build (captured).
     pub outcomes: Option<PathBuf>,
+    /// The build's generated `build.ninja` (ninja backend) or Makefile (make
+    /// backend), for the exact critical path; `{variant}` in it stands for
+    /// the build's variant. Absent or unusable: the path is estimated.
+    pub build_graph: Option<PathBuf>,
     /// `host.name`; also an input of the trace id.
     pub host_name: String,
     /// `service.name`.
@@ -124,6 +128,7 @@ impl BuildRequest {
             invocation_dir: invocation_dir.into(),
             statslog: None,
             outcomes: None,
+            build_graph: None,
             host_name: host_name.into(),
             service_name: "compiletools".to_owned(),
             resource_attributes: Vec::new(),

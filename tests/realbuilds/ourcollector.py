@@ -23,7 +23,7 @@ def host_name():
 
 
 def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", git_max_lag="30s",
-                    metrics_as_spans=False):
+                    metrics_as_spans=False, build_graphs=()):
     return {
         "include": [str(p) for p in include],
         "poll_interval": POLL_INTERVAL,
@@ -44,6 +44,8 @@ def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", gi
             "directory": str(capture_dir),
             "statslogs": [{"include": str(inc), "path": str(path)} for inc, path in statslogs],
         },
+        # ct-cake's generated build.ninja / Makefile: the exact critical path.
+        "analytics": {"build_graphs": [{"include": str(inc), "path": str(path)} for inc, path in build_graphs]},
     }
 
 

@@ -56,6 +56,9 @@ type Request struct {
 	// HostMetricIdentity makes the metrics series of the host (a shared
 	// resource, per-build deltas) instead of each build's, ct-cake's form.
 	HostMetricIdentity bool
+	// BuildGraphPath is the build's generated build.ninja or Makefile
+	// ("{variant}" replaced by the core), for the exact critical path.
+	BuildGraphPath string
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool

@@ -242,6 +242,11 @@ typedef struct {
    * build is evaluated against it and staged until `ct_history_commit`.
    */
   const CtHistory *history;
+  /**
+   * The build's generated `build.ninja` / Makefile for the exact
+   * critical path (`{variant}` is replaced by the build's variant).
+   */
+  CtByteView build_graph_path;
 } CtBuildRequest;
 
 /**

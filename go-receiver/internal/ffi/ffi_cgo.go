@@ -51,6 +51,7 @@ func Process(ctx context.Context, req Request) (Result, error) {
 			vcs_ref_head_type:       s.view(req.VCS.RefHeadType),
 			vcs_repository_url_full: s.view(req.VCS.RepositoryURLFull),
 			vcs_provider_name:       s.view(req.VCS.ProviderName),
+			build_graph_path:        s.view(req.BuildGraphPath),
 		}
 		history, releaseHistory := req.History.acquire()
 		defer releaseHistory()

@@ -90,6 +90,9 @@ pub struct CtBuildRequest {
     /// The receiver's compile history (`ct_history_new`), or null: the
     /// build is evaluated against it and staged until `ct_history_commit`.
     pub history: *const CtHistory,
+    /// The build's generated `build.ninja` / Makefile for the exact
+    /// critical path (`{variant}` is replaced by the build's variant).
+    pub build_graph_path: CtByteView,
 }
 
 /// Counts about one processed build.
@@ -245,15 +248,17 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
         req.vcs_ref_head_type,
         req.vcs_repository_url_full,
         req.vcs_provider_name,
+        req.build_graph_path,
     ];
     // SAFETY: the caller guarantees every view is valid for its length during
     // the call; the slices do not outlive this function.
-    let [dir, statslog, outcomes, host, service, sha, attributes, pipeline, ref_name, ref_type, repo_url, provider] =
+    let [dir, statslog, outcomes, host, service, sha, attributes, pipeline, ref_name, ref_type, repo_url, provider, graph] =
         views.map(|v| unsafe { v.as_slice() });
     let dir = path_of(dir).ok_or("empty invocation_dir")?;
     let mut request = BuildRequest::new(dir, text_of(host));
     request.statslog = path_of(statslog);
     request.outcomes = path_of(outcomes);
+    request.build_graph = path_of(graph);
     if !service.is_empty() {
         request.service_name = text_of(service);
     }
@@ -359,6 +364,7 @@ mod tests {
             vcs_repository_url_full: empty,
             vcs_provider_name: empty,
             history: std::ptr::null(),
+            build_graph_path: empty,
         }
     }
 

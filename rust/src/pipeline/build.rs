@@ -9,7 +9,9 @@
 //! 3. the outcomes log the receiver passed (`req.outcomes`), merged into the
 //!    rules — for the trace and the build metrics (`ct.rule.cache_layer`);
 //! 4. per-TU ccache attribution on top of the merged metadata — likewise;
-//! 5. the build analytics from the rules' times — trace only;
+//! 5. the build analytics from the rules' times, with the build graph the
+//!    receiver passed (`req.build_graph`) for an exact critical path —
+//!    trace only;
 //! 6. the metrics: the ccache metrics and the build metrics (rule durations
 //!    and compile counts need the merged metadata of steps 3 and 4);
 //! 7. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans).
@@ -83,6 +85,7 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
     })?;
     let mut warnings = Warnings::new();
     let text = timing::load_in(Some(&dir), &path, &req.limits, &mut warnings)?;
+    let timing_modified = req.build_graph.as_ref().and_then(|_| modified_in(&dir, &path));
     let mut build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
     let wanted = Wanted::of(req);
     // The model owns its data, so the text is done with. When a trace is
@@ -136,7 +139,27 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
         if wanted.traces {
             let snapshot = ccache.filter(|_| wanted.snapshot);
             let buf = spare.unwrap_or_default();
-            let (bytes, stats) = encode_trace(req, &build, ccache, snapshot, id, buf, history, &mut warnings);
+            let graph = req.build_graph.as_deref().and_then(|template| {
+                analytics::build_graph::load(
+                    template,
+                    &build,
+                    timing_modified,
+                    req.limits.max_file_bytes,
+                    &mut warnings,
+                )
+            });
+            cancel.check()?;
+            let (bytes, stats) = encode_trace(
+                req,
+                &build,
+                ccache,
+                snapshot,
+                graph.as_ref(),
+                id,
+                buf,
+                history,
+                &mut warnings,
+            );
             output.traces = Some(bytes);
             output.summary.spans = stats.spans;
             output.summary.unanchored_rules = stats.unanchored_rules;
@@ -288,13 +311,13 @@ fn encode_metrics(
 /// rules, plus the snapshot span when
 /// `snapshot` holds the statslog to report; written into `buf` (see
 /// [`encode_trace_request_into`]).
-// Each argument is one input of the trace, passed straight through.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 fn encode_trace(
     req: &BuildRequest,
     build: &Build,
     ccache: Option<&Statslog>,
     snapshot: Option<&Statslog>,
+    graph: Option<&analytics::BuildGraph>,
     id: Identity,
     buf: Vec<u8>,
     history: Option<HistoryFacts>,
@@ -303,7 +326,7 @@ fn encode_trace(
     let max_attribute_len = req.limits.max_attribute_len;
     let summary = ccache.map(Statslog::summary);
     let aggregates = aggregates::compute(build, summary.map(|s| s.hits()));
-    let analytics = analytics::analyze(build, &id.clock).with_history(history);
+    let analytics = analytics::analyze_with(build, &id.clock, graph, warnings).with_history(history);
     let mut root_attributes = root_attributes_with_ccache(&aggregates, summary, max_attribute_len);
     root_attributes.extend(analytics_root_attributes(&analytics, max_attribute_len));
     if let Some(h) = analytics.history() {
@@ -373,6 +396,12 @@ fn apply_side_files(
     if let Some(log) = ccache {
         statslog::attribute(build, log);
     }
+}
+
+/// When `timing.json` was last written (for the build graph's "not
+/// rewritten since" check).
+fn modified_in(dir: &InvocationDir, path: &Path) -> Option<std::time::SystemTime> {
+    dir.open_file(path).ok()?.metadata().ok()?.modified().ok()
 }
 
 fn unix_nanos(t: i64) -> u64 {
