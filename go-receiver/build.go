@@ -134,8 +134,12 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		VCS:            open.vcs,
 		PipelineName:   r.pipelineName(b, open.workTree),
 		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
+		History:        r.history.handle(),
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
+		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),
+		// The compatibility switch keeps ct-cake's per-build series.
+		HostMetricIdentity: !r.cfg.PerBuildMetricIdentity,
 		Limits: ffi.Limits{
 			MaxFileBytes:    uint64(r.cfg.Limits.MaxFileSize),
 			MaxEvents:       uint64(r.cfg.Limits.MaxEvents),
@@ -146,6 +150,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 	if req.StatslogPath == "" {
 		req.StatslogPath = r.mappedStatslog(b.Dir)
 	}
+	req.BuildGraphPath = r.mappedBuildGraph(b.Dir)
 	req.ResourceAttributes = r.userAttributes()
 	return req
 }
@@ -202,6 +207,17 @@ func (r *compiletoolsReceiver) sideFile(ctx context.Context, dir, name string) s
 	}
 	if r.capturer != nil {
 		return r.capturer.Path(dir, name)
+	}
+	return ""
+}
+
+// mappedBuildGraph returns the configured build file of a build (the first
+// matching analytics.build_graphs entry).
+func (r *compiletoolsReceiver) mappedBuildGraph(dir string) string {
+	for _, m := range r.cfg.Analytics.BuildGraphs {
+		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
+			return m.Path
+		}
 	}
 	return ""
 }

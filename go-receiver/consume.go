@@ -78,8 +78,21 @@ func (r *compiletoolsReceiver) consumeTraces(ctx context.Context, td ptrace.Trac
 }
 
 // consumeMetrics hands metrics to the metrics consumer in one request
-// inside an ObsReport operation: a build's metrics are a few points.
+// inside an ObsReport operation: a build's metrics are a few points. The
+// disabled metrics and resource attributes are dropped first, and the
+// series a host's builds share are made cumulative when so configured.
 func (r *compiletoolsReceiver) consumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	r.metricSwitches.apply(md)
+	if md.ResourceMetrics().Len() == 0 {
+		return nil // everything in it is disabled
+	}
+	if r.cumulative != nil {
+		return r.cumulative.deliver(md, func(md pmetric.Metrics) error { return r.sendMetrics(ctx, md) })
+	}
+	return r.sendMetrics(ctx, md)
+}
+
+func (r *compiletoolsReceiver) sendMetrics(ctx context.Context, md pmetric.Metrics) error {
 	octx := r.obsMetrics.StartMetricsOp(ctx)
 	err := r.metrics.ConsumeMetrics(octx, md)
 	r.obsMetrics.EndMetricsOp(octx, dataFormat, md.DataPointCount(), err)

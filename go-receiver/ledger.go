@@ -38,6 +38,7 @@ type buildLedger struct {
 	gitCommit GitCommitConfig
 	logger    *zap.Logger
 	now       func() time.Time
+	history   *buildHistory // nil: disabled; committed to as builds settle
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
@@ -250,6 +251,7 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 	if err := l.store.Put(wctx, b.Dir, rec); err != nil {
 		l.logger.Error("cannot write checkpoint; the build may be sent again after a restart", zap.String("path", b.Dir), zap.Error(err))
 	}
+	l.history.settled(wctx, b.Dir)
 	l.mu.Lock()
 	delete(l.open, b.Dir)
 	l.mu.Unlock()

@@ -4,12 +4,14 @@
 //! `--runs 1`) and best-of-N wall time.
 //!
 //! ```text
-//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals] [--stream SPANS]
+//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals] [--build-metrics] [--stream SPANS]
 //! ```
 //!
 //! `--stream SPANS` times the receiver's path instead: `open_build`, then
 //! every chunk of at most SPANS spans encoded one after the other (each
 //! dropped before the next, as the receiver frees it after decoding).
+//! `--build-metrics` also asks for the build metrics with the host metric
+//! identity (the receiver's defaults; implies `--all-signals`).
 //!
 //! Output keys: `file_bytes`, `spans`, `otlp_bytes`, `runs_ms` (each
 //! `process_build` call), `best_ms`, `median_ms`, `vmhwm_kib` (this
@@ -21,11 +23,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use compiletools_core::pipeline::open_build;
-use compiletools_core::{process_build, BuildOutput, BuildRequest, CancelToken, Error, Signals};
+use compiletools_core::{
+    process_build, BuildOutput, BuildRequest, CancelToken, Error, MetricIdentity, Signals,
+};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals] [--stream SPANS]"
+        "usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals] [--build-metrics] [--stream SPANS]"
     );
     ExitCode::from(2)
 }
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
     let mut runs: usize = 1;
     let mut all_signals = false;
     let mut stream: Option<usize> = None;
+    let mut build_metrics = false;
     while let Some(a) = args.next() {
         match a.to_str() {
             Some("--runs") => match args.next().and_then(|r| r.to_str()?.parse().ok()) {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
                 Some(n) => stream = Some(n),
                 None => return usage(),
             },
+            Some("--build-metrics") => (all_signals, build_metrics) = (true, true),
             _ if target.is_none() => target = Some(PathBuf::from(a)),
             _ => return usage(),
         }
@@ -75,6 +81,10 @@ fn main() -> ExitCode {
     let file_bytes = std::fs::metadata(dir.join("timing.json")).map_or(0, |m| m.len());
 
     let mut req = BuildRequest::new(&dir, "bench-host");
+    if build_metrics {
+        req.build_metrics = true;
+        req.metric_identity = MetricIdentity::Host;
+    }
     if !all_signals {
         req.signals = Signals {
             traces: true,

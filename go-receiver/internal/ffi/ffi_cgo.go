@@ -16,7 +16,8 @@ import "context"
 func Process(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	err := coreCall(ctx, func(s *callScope) error {
-		creq := s.buildRequest(req)
+		creq, releaseHistory := s.buildRequest(req)
+		defer releaseHistory()
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)
 		code := C.ct_process_build(&creq, s.token, &out)
@@ -31,8 +32,9 @@ func Process(ctx context.Context, req Request) (Result, error) {
 }
 
 // buildRequest is req as the core's request struct, its strings pinned
-// for the call.
-func (s *callScope) buildRequest(req Request) C.CtBuildRequest {
+// for the call; the history handle it holds stays valid until release is
+// called, after the core returned.
+func (s *callScope) buildRequest(req Request) (creq C.CtBuildRequest, release func()) {
 	var flags C.uint32_t
 	if req.MetricsAsSpans {
 		flags |= C.CT_FLAG_METRICS_AS_SPANS
@@ -40,13 +42,19 @@ func (s *callScope) buildRequest(req Request) C.CtBuildRequest {
 	if req.RootSpanServer {
 		flags |= C.CT_FLAG_ROOT_SPAN_SERVER
 	}
+	if req.BuildMetrics {
+		flags |= C.CT_FLAG_BUILD_METRICS
+	}
+	if req.HostMetricIdentity {
+		flags |= C.CT_FLAG_HOST_METRIC_IDENTITY
+	}
 	if req.forcePanic {
 		flags |= C.CT_FLAG_FORCE_PANIC
 	}
 	if req.forcePanicInChunk {
 		flags |= C.CT_FLAG_FORCE_PANIC_IN_CHUNK
 	}
-	return C.CtBuildRequest{
+	creq = C.CtBuildRequest{
 		invocation_dir:      s.view(req.InvocationDir),
 		statslog_path:       s.view(req.StatslogPath),
 		outcomes_path:       s.view(req.OutcomesPath),
@@ -67,7 +75,10 @@ func (s *callScope) buildRequest(req Request) C.CtBuildRequest {
 		vcs_ref_head_type:       s.view(req.VCS.RefHeadType),
 		vcs_repository_url_full: s.view(req.VCS.RepositoryURLFull),
 		vcs_provider_name:       s.view(req.VCS.ProviderName),
+		build_graph_path:        s.view(req.BuildGraphPath),
 	}
+	creq.history, release = req.History.acquire()
+	return creq, release
 }
 
 func summaryOf(out *C.CtBuildResult) Summary {

@@ -31,7 +31,8 @@ func Open(ctx context.Context, req Request, maxChunkSpans int) (Result, *TraceSt
 	var res Result
 	var stream *TraceStream
 	err := coreCall(ctx, func(s *callScope) error {
-		creq := s.buildRequest(req)
+		creq, releaseHistory := s.buildRequest(req)
+		defer releaseHistory()
 		var out C.CtBuildResult
 		defer C.ct_build_result_free(&out)
 		var handle *C.CtBuildStream

@@ -26,7 +26,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Spa
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::analytics::{push_rule_attributes, CRITICAL_PATH, RULE_WEIGHTED_S};
+use super::analytics::{push_rule_attributes, CRITICAL_PATH, RULE_DRAG_S, RULE_WEIGHTED_S};
 use super::attributes::AttrBuilder;
 use super::scope::{scope, SCOPE_NAME};
 use super::semconv;
@@ -480,10 +480,23 @@ impl<'x> SpanEncoder<'x> {
                 None => attrs.push((key, v)),
             }
         }
+        // Keep in step with `push_rule_attributes` and
+        // `push_rule_history_attributes` (the reference encoder's).
         if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
             builtin(attrs, RULE_WEIGHTED_S, WireValue::Double(facts.weighted_s));
             if facts.critical_path {
                 builtin(attrs, CRITICAL_PATH, WireValue::Bool(true));
+            }
+            if let Some(drag) = facts.drag_s {
+                builtin(attrs, RULE_DRAG_S, WireValue::Double(drag));
+            }
+        }
+        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
+            if let Some(saved) = h.time_saved_s {
+                builtin(attrs, super::history::RULE_TIME_SAVED_S, WireValue::Double(saved));
+            }
+            if let Some(delta) = h.duration_delta_s {
+                builtin(attrs, super::history::RULE_DURATION_DELTA_S, WireValue::Double(delta));
             }
         }
         if let Some(rule_type) = rule_type {
@@ -744,6 +757,9 @@ impl SpanWriter<'_> {
         }
         if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
             push_rule_attributes(&mut a, facts);
+        }
+        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
+            super::history::push_rule_history_attributes(&mut a, h);
         }
         semconv::push_rule_attributes(&mut a, event);
         let (attributes, spare, dropped) = a.finish_recycling();
