@@ -10,8 +10,8 @@
 //!    rules — for the trace and the build metrics (`ct.rule.cache_layer`);
 //! 4. per-TU ccache attribution on top of the merged metadata — likewise;
 //! 5. the build analytics from the rules' times, with the build graph the
-//!    receiver passed (`req.build_graph`) for an exact critical path —
-//!    trace only;
+//!    receiver passed (`req.build_graph`) for an exact critical path — for
+//!    the trace and the build metrics (critical path, parallelism);
 //! 6. the metrics: the ccache metrics and the build metrics (rule durations
 //!    and compile counts need the merged metadata of steps 3 and 4);
 //! 7. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans).
@@ -127,18 +127,7 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
                 &req.invocation_dir,
             )
         });
-        if ccache_metrics.is_some() || wanted.build_metrics {
-            let build_metrics = wanted.build_metrics.then_some(&build);
-            let (bytes, points) = encode_metrics(req, ccache_metrics, build_metrics, &id, &mut warnings);
-            output.metrics = Some(bytes);
-            output.summary.metric_points = points;
-        }
-        if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
-            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
-        }
-        if wanted.traces {
-            let snapshot = ccache.filter(|_| wanted.snapshot);
-            let buf = spare.unwrap_or_default();
+        let analytics = if wanted.traces || wanted.build_metrics {
             let graph = req.build_graph.as_deref().and_then(|template| {
                 analytics::build_graph::load(
                     template,
@@ -149,15 +138,30 @@ pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOu
                 )
             });
             cancel.check()?;
+            analytics::analyze_with(&build, &id.clock, graph.as_ref(), &mut warnings)
+        } else {
+            analytics::BuildAnalytics::default()
+        };
+        if ccache_metrics.is_some() || wanted.build_metrics {
+            let build_metrics = wanted.build_metrics.then_some((&build, analytics.summary()));
+            let (bytes, points) = encode_metrics(req, ccache_metrics, build_metrics, &id, &mut warnings);
+            output.metrics = Some(bytes);
+            output.summary.metric_points = points;
+        }
+        if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
+            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
+        }
+        if wanted.traces {
+            let snapshot = ccache.filter(|_| wanted.snapshot);
+            let buf = spare.unwrap_or_default();
             let (bytes, stats) = encode_trace(
                 req,
                 &build,
                 ccache,
                 snapshot,
-                graph.as_ref(),
+                analytics.with_history(history),
                 id,
                 buf,
-                history,
                 &mut warnings,
             );
             output.traces = Some(bytes);
@@ -247,7 +251,7 @@ fn append_time_saved(
 fn encode_metrics(
     req: &BuildRequest,
     ccache: Option<&Statslog>,
-    build: Option<&Build>,
+    build: Option<(&Build, Option<&analytics::BuildSummary>)>,
     id: &Identity,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, u64) {
@@ -277,7 +281,7 @@ fn encode_metrics(
         scope_metrics.push(scope);
         points += n;
     }
-    if let Some(build) = build {
+    if let Some((build, analytics)) = build {
         let input = BuildMetricsInput {
             build,
             clock: &id.clock,
@@ -291,6 +295,7 @@ fn encode_metrics(
                 AggregationTemporality::Delta
             },
             max_attribute_len,
+            analytics,
         };
         let (scope, n) = build_scope_metrics(&input);
         scope_metrics.push(scope);
@@ -307,7 +312,7 @@ fn encode_metrics(
 }
 
 /// The trace: root attributes from the rules and the statslog, the build
-/// analytics (with the history's numbers, if any) on the root and the
+/// `analytics` (with the history's numbers, if any) on the root and the
 /// rules, plus the snapshot span when
 /// `snapshot` holds the statslog to report; written into `buf` (see
 /// [`encode_trace_request_into`]).
@@ -317,16 +322,14 @@ fn encode_trace(
     build: &Build,
     ccache: Option<&Statslog>,
     snapshot: Option<&Statslog>,
-    graph: Option<&analytics::BuildGraph>,
+    analytics: analytics::BuildAnalytics,
     id: Identity,
     buf: Vec<u8>,
-    history: Option<HistoryFacts>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
     let max_attribute_len = req.limits.max_attribute_len;
     let summary = ccache.map(Statslog::summary);
     let aggregates = aggregates::compute(build, summary.map(|s| s.hits()));
-    let analytics = analytics::analyze_with(build, &id.clock, graph, warnings).with_history(history);
     let mut root_attributes = root_attributes_with_ccache(&aggregates, summary, max_attribute_len);
     root_attributes.extend(analytics_root_attributes(&analytics, max_attribute_len));
     if let Some(h) = analytics.history() {
