@@ -341,7 +341,7 @@ func TestDisablingEveryBuildMetricSkipsThem(t *testing.T) {
 	}
 	cfg := configFrom(t, map[string]any{"metrics": off})
 	if newMetricSwitches(cfg).buildMetricsWanted() {
-		t.Fatal("build metrics wanted with all four disabled")
+		t.Fatal("build metrics wanted with all of them disabled")
 	}
 	_, metrics := runBuilds(t, cfg, "03-geom-shake-ccache-hit")
 	for _, md := range metrics.AllMetrics() {
