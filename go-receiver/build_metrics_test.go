@@ -526,6 +526,46 @@ func TestRefusedDeliveryIsNotAccumulated(t *testing.T) {
 	}
 }
 
+// A non-monotonic delta Sum (ct.cache.time_saved: a slower hit counts
+// negative) leaves the receiver cumulative too, its total going down with a
+// negative build: the prometheus exporter drops non-monotonic deltas.
+func TestNonMonotonicSumAccumulates(t *testing.T) {
+	totals := newCumulativeTotals()
+	mk := func(v float64, start, end pcommon.Timestamp) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("ct.cache.time_saved")
+		s := m.SetEmptySum()
+		s.SetIsMonotonic(false)
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		p := s.DataPoints().AppendEmpty()
+		p.Attributes().PutStr("ct.rule.cache_layer", "ccache")
+		p.SetDoubleValue(v)
+		p.SetStartTimestamp(start)
+		p.SetTimestamp(end)
+		return md
+	}
+	ok := func(pmetric.Metrics) error { return nil }
+	var last pmetric.Sum
+	for _, b := range []struct {
+		v          float64
+		start, end pcommon.Timestamp
+	}{{7.5, 10, 20}, {-0.5, 30, 40}} {
+		md := mk(b.v, b.start, b.end)
+		if err := totals.deliver(md, ok); err != nil {
+			t.Fatal(err)
+		}
+		last = md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum()
+	}
+	p := last.DataPoints().At(0)
+	if last.AggregationTemporality() != pmetric.AggregationTemporalityCumulative || last.IsMonotonic() {
+		t.Fatalf("temporality %v monotonic %v, want cumulative, non-monotonic", last.AggregationTemporality(), last.IsMonotonic())
+	}
+	if p.DoubleValue() != 7.0 || p.StartTimestamp() != 10 || p.Timestamp() != 40 {
+		t.Fatalf("total %v over %d..%d, want 7 over 10..40", p.DoubleValue(), p.StartTimestamp(), p.Timestamp())
+	}
+}
+
 // disableBuildMetrics switches the build metrics off, for tests whose metric
 // points must come from the ccache statslog alone.
 func disableBuildMetrics(cfg *Config) {
