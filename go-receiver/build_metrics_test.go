@@ -2,12 +2,16 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -150,43 +154,136 @@ func traceResourceKeys(all []ptrace.Traces) map[string]bool {
 }
 
 // Every metric and resource attribute the receiver emits on corpus builds,
-// with either metric identity, is declared in metadata.yaml and documented
-// in the generated documentation.md.
+// with either metric identity, and with the compile history and live builds
+// on (ct.cache.time_saved from the core, ct.build.running and
+// ct.live.compiles made by the receiver), is declared in metadata.yaml and
+// documented in the generated documentation.md.
 func TestEveryEmittedMetricAndResourceAttributeIsDeclaredAndDocumented(t *testing.T) {
 	d := readMetadata(t)
 	doc, err := os.ReadFile("documentation.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, perBuild := range []bool{false, true} {
-		cfg := testConfig()
-		cfg.PerBuildMetricIdentity = perBuild
-		traces, metrics := runBuilds(t, cfg, "03-geom-shake-ccache-hit", "10-textkit-broken-shake-compile-error")
-		names := metricsByName(metrics.AllMetrics())
-		for _, want := range []string{"ct.ccache.events", "cicd.pipeline.run.duration", "cicd.pipeline.run.errors", "ct.rule.duration", "ct.compiles"} {
-			if len(names[want]) == 0 {
-				t.Errorf("per-build=%v: no %s emitted", perBuild, want)
+	check := func(what string, traces []ptrace.Traces, metrics []pmetric.Metrics, want []string) {
+		t.Helper()
+		names := metricsByName(metrics)
+		for _, w := range want {
+			if len(names[w]) == 0 {
+				t.Errorf("%s: no %s emitted", what, w)
 			}
 		}
 		for name := range names {
 			if _, ok := d.Metrics[name]; !ok {
-				t.Errorf("metric %s emitted but not declared in metadata.yaml", name)
+				t.Errorf("%s: metric %s emitted but not declared in metadata.yaml", what, name)
 			}
 			if !strings.Contains(string(doc), "### "+name+"\n") {
-				t.Errorf("metric %s not in documentation.md", name)
+				t.Errorf("%s: metric %s not in documentation.md", what, name)
 			}
 		}
-		resource := metricResourceKeys(metrics.AllMetrics())
-		for k := range traceResourceKeys(traces.AllTraces()) {
+		resource := metricResourceKeys(metrics)
+		for k := range traceResourceKeys(traces) {
 			resource[k] = true
 		}
 		for k := range resource {
 			if _, ok := d.ResourceAttributes[k]; !ok {
-				t.Errorf("resource attribute %s emitted but not declared in metadata.yaml", k)
+				t.Errorf("%s: resource attribute %s emitted but not declared in metadata.yaml", what, k)
 			}
 			if !strings.Contains(string(doc), "| "+k+" |") {
-				t.Errorf("resource attribute %s not in documentation.md", k)
+				t.Errorf("%s: resource attribute %s not in documentation.md", what, k)
 			}
+		}
+	}
+	buildMetrics := []string{"ct.ccache.events", "cicd.pipeline.run.duration", "cicd.pipeline.run.errors", "ct.rule.duration", "ct.compiles",
+		"ct.build.critical_path.duration", "ct.build.parallelism"}
+	for _, perBuild := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.PerBuildMetricIdentity = perBuild
+		traces, metrics := runBuilds(t, cfg, "03-geom-shake-ccache-hit", "10-textkit-broken-shake-compile-error")
+		check(fmt.Sprintf("per-build=%v", perBuild), traces.AllTraces(), metrics.AllMetrics(), buildMetrics)
+	}
+	s := runLiveAndHistory(t, testConfig())
+	check("history and live builds", s.traces.AllTraces(), s.metrics.AllMetrics(),
+		[]string{"ct.cache.time_saved", "ct.build.running", "ct.live.compiles", "ct.build.critical_path.duration"})
+}
+
+// runLiveAndHistory runs one receiver for traces, metrics and logs with the
+// compile history on over corpus case 01 (compiled) then 03 (the same
+// targets as ccache hits: time saved), plus a build that is still running
+// (case 01's statslog in an invocation directory of this live process,
+// without timing.json). It returns once the history's and the live
+// metrics arrived.
+func runLiveAndHistory(t *testing.T, cfg *Config) liveSinks {
+	t.Helper()
+	parent := t.TempDir()
+	cfg.Include = []string{parent}
+	cfg.History.Enabled = true
+	cfg.MaxConcurrentBuilds = 1 // oldest first: 01's compiles are history when 03 is read
+	cfg.Live.Interval = 20 * time.Millisecond
+	cases := []string{case01, "03-geom-shake-ccache-hit"}
+	for _, c := range cases {
+		dir := copyCaseBuild(t, c, parent)
+		cfg.Capture.Statslogs = append(cfg.Capture.Statslogs, StatslogMapping{
+			Include: dir, Path: filepath.Join(corpusDir(t), "cases", c, "ccache.statslog"),
+		})
+	}
+	running := filepath.Join(parent, fmt.Sprintf("20991231T000000-%d", os.Getpid()))
+	if err := os.MkdirAll(running, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	statslog, _ := case01Statslog(t)
+	appendFile(t, filepath.Join(running, "ccache.statslog"), statslog)
+	s, _ := startLive(t, cfg, componenttest.NewNopHost(), component.MustNewIDWithName("compiletools", "declared"))
+	waitFor(t, "both builds, time saved, a running build and live compiles", func() bool {
+		names := metricsByName(s.metrics.AllMetrics())
+		return len(s.traces.AllTraces()) >= len(cases) && len(names["ct.cache.time_saved"]) > 0 &&
+			lastGauge(s.metrics, "ct.build.running") == 1 && lastCompiles(s.metrics, "cache_miss") > 0
+	})
+	return s
+}
+
+// The metrics switches apply to the metrics the receiver makes itself too:
+// disabling ct.build.running drops the gauge and keeps ct.live.compiles;
+// disabling ct.cache.time_saved and the analytics metrics drops them and
+// keeps the other build metrics.
+func TestDisabledLiveHistoryAndAnalyticsMetricsAreDropped(t *testing.T) {
+	off := map[string]any{"enabled": false}
+	cfg := configFrom(t, map[string]any{"metrics": map[string]any{
+		"ct.build.running": off, "ct.cache.time_saved": off,
+		"ct.build.critical_path.duration": off, "ct.build.parallelism": off,
+	}})
+	parent := t.TempDir()
+	cfg.Include = []string{parent}
+	cfg.History.Enabled = true
+	cfg.MaxConcurrentBuilds = 1
+	cfg.Live.Interval = 20 * time.Millisecond
+	for _, c := range []string{case01, "03-geom-shake-ccache-hit"} {
+		dir := copyCaseBuild(t, c, parent)
+		cfg.Capture.Statslogs = append(cfg.Capture.Statslogs, StatslogMapping{
+			Include: dir, Path: filepath.Join(corpusDir(t), "cases", c, "ccache.statslog"),
+		})
+	}
+	running := filepath.Join(parent, fmt.Sprintf("20991231T000000-%d", os.Getpid()))
+	if err := os.MkdirAll(running, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	statslog, _ := case01Statslog(t)
+	appendFile(t, filepath.Join(running, "ccache.statslog"), statslog)
+	s, _ := startLive(t, cfg, componenttest.NewNopHost(), component.MustNewIDWithName("compiletools", "switches"))
+	waitFor(t, "both builds' metrics and live compiles", func() bool {
+		names := metricsByName(s.metrics.AllMetrics())
+		return len(s.traces.AllTraces()) >= 2 && len(names["cicd.pipeline.run.duration"]) >= 2 &&
+			lastCompiles(s.metrics, "cache_miss") > 0
+	})
+	time.Sleep(100 * time.Millisecond) // more live intervals: a gauge would have come by now
+	names := metricsByName(s.metrics.AllMetrics())
+	for _, gone := range []string{"ct.build.running", "ct.cache.time_saved", "ct.build.critical_path.duration", "ct.build.parallelism"} {
+		if len(names[gone]) != 0 {
+			t.Errorf("%s disabled but emitted", gone)
+		}
+	}
+	for _, still := range []string{"ct.live.compiles", "ct.rule.duration", "ct.compiles"} {
+		if len(names[still]) == 0 {
+			t.Errorf("%s dropped although not disabled", still)
 		}
 	}
 }
@@ -244,7 +341,7 @@ func TestDisablingEveryBuildMetricSkipsThem(t *testing.T) {
 	}
 	cfg := configFrom(t, map[string]any{"metrics": off})
 	if newMetricSwitches(cfg).buildMetricsWanted() {
-		t.Fatal("build metrics wanted with all four disabled")
+		t.Fatal("build metrics wanted with all of them disabled")
 	}
 	_, metrics := runBuilds(t, cfg, "03-geom-shake-ccache-hit")
 	for _, md := range metrics.AllMetrics() {
@@ -429,6 +526,46 @@ func TestRefusedDeliveryIsNotAccumulated(t *testing.T) {
 	}
 }
 
+// A non-monotonic delta Sum (ct.cache.time_saved: a slower hit counts
+// negative) leaves the receiver cumulative too, its total going down with a
+// negative build: the prometheus exporter drops non-monotonic deltas.
+func TestNonMonotonicSumAccumulates(t *testing.T) {
+	totals := newCumulativeTotals()
+	mk := func(v float64, start, end pcommon.Timestamp) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("ct.cache.time_saved")
+		s := m.SetEmptySum()
+		s.SetIsMonotonic(false)
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		p := s.DataPoints().AppendEmpty()
+		p.Attributes().PutStr("ct.rule.cache_layer", "ccache")
+		p.SetDoubleValue(v)
+		p.SetStartTimestamp(start)
+		p.SetTimestamp(end)
+		return md
+	}
+	ok := func(pmetric.Metrics) error { return nil }
+	var last pmetric.Sum
+	for _, b := range []struct {
+		v          float64
+		start, end pcommon.Timestamp
+	}{{7.5, 10, 20}, {-0.5, 30, 40}} {
+		md := mk(b.v, b.start, b.end)
+		if err := totals.deliver(md, ok); err != nil {
+			t.Fatal(err)
+		}
+		last = md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum()
+	}
+	p := last.DataPoints().At(0)
+	if last.AggregationTemporality() != pmetric.AggregationTemporalityCumulative || last.IsMonotonic() {
+		t.Fatalf("temporality %v monotonic %v, want cumulative, non-monotonic", last.AggregationTemporality(), last.IsMonotonic())
+	}
+	if p.DoubleValue() != 7.0 || p.StartTimestamp() != 10 || p.Timestamp() != 40 {
+		t.Fatalf("total %v over %d..%d, want 7 over 10..40", p.DoubleValue(), p.StartTimestamp(), p.Timestamp())
+	}
+}
+
 // disableBuildMetrics switches the build metrics off, for tests whose metric
 // points must come from the ccache statslog alone.
 func disableBuildMetrics(cfg *Config) {
@@ -436,4 +573,6 @@ func disableBuildMetrics(cfg *Config) {
 	cfg.Metrics.CicdPipelineRunErrors.Enabled = false
 	cfg.Metrics.CtRuleDuration.Enabled = false
 	cfg.Metrics.CtCompiles.Enabled = false
+	cfg.Metrics.CtBuildCriticalPathDuration.Enabled = false
+	cfg.Metrics.CtBuildParallelism.Enabled = false
 }

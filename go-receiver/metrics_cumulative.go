@@ -82,8 +82,11 @@ func (c *cumulativeTotals) deliver(md pmetric.Metrics, send func(pmetric.Metrics
 			for _, m := range sm.Metrics().All() {
 				switch m.Type() {
 				case pmetric.MetricTypeSum:
+					// Non-monotonic sums too (ct.cache.time_saved: a slower
+					// hit counts negative): their total is as meaningful, and
+					// the prometheus exporter drops non-monotonic deltas.
 					s := m.Sum()
-					if s.AggregationTemporality() != pmetric.AggregationTemporalityDelta || !s.IsMonotonic() {
+					if s.AggregationTemporality() != pmetric.AggregationTemporalityDelta {
 						continue
 					}
 					for _, p := range s.DataPoints().All() {

@@ -318,6 +318,154 @@ fn run_duration_and_errors_follow_the_root_span() {
     assert!(failures >= 1, "the corpus has a failed build (case 10)");
 }
 
+fn double_attr(attrs: &[KeyValue], key: &str) -> Option<f64> {
+    attrs
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            AttrValue::DoubleValue(v) => Some(*v),
+            _ => None,
+        })
+}
+
+/// One observation per build of a root span's analytics attribute: the
+/// value, the bounds, the build's interval, the root span as exemplar, and
+/// the build's series keys — those of its `cicd.pipeline.run.duration`
+/// point without the result — plus `extra`.
+#[allow(clippy::too_many_arguments)]
+fn assert_one_root_observation(
+    name: &str,
+    m: &Metric,
+    unit: &str,
+    bounds: &[f64],
+    value: f64,
+    root: &Span,
+    run_point: &HistogramDataPoint,
+    extra: &[(&str, &str)],
+) {
+    assert_eq!(m.unit, unit, "{name} {}", m.name);
+    let (points, temporality) = histogram(m);
+    assert_eq!(
+        temporality,
+        AggregationTemporality::Delta as i32,
+        "{name} {}",
+        m.name
+    );
+    assert_eq!(points.len(), 1, "{name} {}", m.name);
+    let p = &points[0];
+    assert_eq!(p.explicit_bounds, bounds, "{name} {}", m.name);
+    assert_eq!((p.count, p.sum), (1, Some(value)), "{name} {}", m.name);
+    assert_eq!((p.min, p.max), (Some(value), Some(value)), "{name} {}", m.name);
+    assert_eq!(p.bucket_counts.iter().sum::<u64>(), 1);
+    assert_eq!(
+        p.bucket_counts[bucket(bounds, value)],
+        1,
+        "{name} {}: bucket of {value}",
+        m.name
+    );
+    assert_eq!(
+        (p.start_time_unix_nano, p.time_unix_nano),
+        (root.start_time_unix_nano, root.end_time_unix_nano)
+    );
+    assert_eq!(p.exemplars.len(), 1);
+    assert_eq!(
+        (&p.exemplars[0].trace_id, &p.exemplars[0].span_id),
+        (&root.trace_id, &root.span_id)
+    );
+    assert_eq!(p.exemplars[0].value, Some(ExemplarValue::AsDouble(value)));
+    let strings = |attrs: &[KeyValue]| -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = attrs
+            .iter()
+            .map(|kv| {
+                (
+                    kv.key.clone(),
+                    str_attr(attrs, &kv.key).expect("string attribute").to_owned(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let mut want: Vec<(String, String)> = strings(&run_point.attributes)
+        .into_iter()
+        .filter(|(k, _)| k != "cicd.pipeline.result")
+        .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    want.sort();
+    assert!(want.iter().any(|(k, _)| k == "ct.variant") && want.iter().any(|(k, _)| k == "ct.backend"));
+    assert_eq!(
+        strings(&p.attributes),
+        want,
+        "{name} {}: point attributes",
+        m.name
+    );
+}
+
+/// The analytics metrics carry exactly the root span's numbers:
+/// `ct.build.critical_path.duration` = `ct.build.critical_path_s` by
+/// `ct.build.critical_path.method`, `ct.build.parallelism` =
+/// `ct.build.parallelism.avg`; each absent exactly when its attribute is.
+#[test]
+fn critical_path_and_parallelism_metrics_are_the_root_span_attributes() {
+    const PARALLELISM_BOUNDS: [f64; 15] = [
+        1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0,
+    ];
+    let (mut paths, mut parallel, mut without) = (0, 0, 0);
+    for case in cases_with_reference() {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let mut req = request_for(&case, &load_reference(&case));
+        req.build_metrics = true;
+        req.metric_identity = MetricIdentity::Host;
+        req.pipeline_name = "geom-pipeline".to_owned();
+        let (spans, metrics) = run(&req);
+        let root = spans_root(&spans);
+        let sm = build_scope(&metrics);
+        let (run_points, _) = histogram(metric(sm, "cicd.pipeline.run.duration").expect("run duration"));
+        let path = double_attr(&root.attributes, "ct.build.critical_path_s");
+        let method = str_attr(&root.attributes, "ct.build.critical_path.method");
+        match (metric(sm, "ct.build.critical_path.duration"), path, method) {
+            (Some(m), Some(path), Some(method)) => {
+                assert_one_root_observation(
+                    &name,
+                    m,
+                    "s",
+                    &RUN_BOUNDS,
+                    path,
+                    root,
+                    &run_points[0],
+                    &[("ct.build.critical_path.method", method)],
+                );
+                paths += 1;
+            }
+            (None, None, None) => without += 1,
+            (m, p, meth) => panic!(
+                "{name}: metric {:?}, root path {p:?} {meth:?}",
+                m.map(|m| &m.name)
+            ),
+        }
+        let avg = double_attr(&root.attributes, "ct.build.parallelism.avg");
+        match (metric(sm, "ct.build.parallelism"), avg) {
+            (Some(m), Some(avg)) => {
+                assert_one_root_observation(
+                    &name,
+                    m,
+                    "1",
+                    &PARALLELISM_BOUNDS,
+                    avg,
+                    root,
+                    &run_points[0],
+                    &[],
+                );
+                parallel += 1;
+            }
+            (None, None) => {}
+            (m, a) => panic!("{name}: parallelism metric {:?}, root avg {a:?}", m.is_some()),
+        }
+    }
+    println!("{paths} builds with a critical path metric, {parallel} with parallelism, {without} without");
+    assert!(paths >= 10 && parallel >= 10, "{paths} {parallel}");
+}
+
 #[test]
 fn host_identity_shares_the_resource_and_moves_build_keys_to_the_points() {
     let case = cases_with_reference()

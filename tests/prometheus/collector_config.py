@@ -1,13 +1,19 @@
 """The collector configuration of the dashboard test: the compiletools
 receiver's metrics to the prometheus exporter (what Prometheus scrapes) and,
 like its traces, to an OTLP sink, so the test knows when a build's metrics
-were handed over and which trace and span ids exemplars may point at."""
+were handed over and which trace and span ids exemplars may point at.
+
+The compile history is on (ct.cache.time_saved) and builds are read one at
+a time, oldest first, so a cache hit always finds its target's earlier
+compile; a logs pipeline turns live builds on (ct.build.running,
+ct.live.compiles)."""
 
 import json
 
 from collector import HOST_NAME, POLL_INTERVAL_S
 
 PIPELINE_NAME = "corpus"
+LIVE_INTERVAL_S = 0.2
 
 
 def _q(text):
@@ -29,6 +35,11 @@ receivers:
     # A name of its own rather than the temporary directory's path, which
     # would end up in the picture.
     pipeline_name: {_q(PIPELINE_NAME)}
+    max_concurrent_builds: 1
+    history:
+      enabled: true
+    live:
+      interval: {int(LIVE_INTERVAL_S * 1000)}ms
     capture:
       statslogs:
 {mappings}exporters:
@@ -60,4 +71,7 @@ service:
     metrics:
       receivers: [compiletools]
       exporters: [prometheus, otlp_http]
+    logs:
+      receivers: [compiletools]
+      exporters: [otlp_http]
 """

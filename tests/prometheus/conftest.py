@@ -7,6 +7,7 @@ query has something to show. The harness pieces come from tests/e2e."""
 import datetime
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -42,6 +43,10 @@ STARTUP_GRACE_S = max(1.0, 5 * collector_mod.POLL_INTERVAL_S)
 ARRIVAL_TIMEOUT_S = 60.0
 # Scrapes that must have happened after a wave's metrics were handed over.
 SCRAPES_AFTER_WAVE = 3
+# The build that runs during the whole scenario (no timing.json): case 01's
+# statslog, half of its blocks before the first wave, the rest after it, so
+# the live compiles counter grows between scrapes.
+RUNNING_CASE = "01-geom-shake-cold"
 
 
 @dataclass
@@ -102,13 +107,76 @@ def _add_wave(diag, wave):
     return added
 
 
+def _statslog_halves(case):
+    """The case's statslog in two parts split at a block boundary."""
+    text = (reference.case_dir(case) / "ccache.statslog").read_bytes()
+    starts = [m.start() for m in re.finditer(rb"(?m)^#", text)]
+    cut = starts[len(starts) // 2]
+    return text[:cut], text[cut:]
+
+
+def _start_running_build(diag):
+    """An invocation directory of a build still running: named by this
+    (live) process's PID, an auto statslog growing, no timing.json. Returns
+    its statslog path."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    running = diag / f"{stamp}-{os.getpid()}"
+    running.mkdir()
+    statslog = running / "ccache.statslog"
+    statslog.write_bytes(_statslog_halves(RUNNING_CASE)[0])
+    return statslog
+
+
+def _live_compiles(sink):
+    """The latest ct.live.compiles total (all outcomes) the sink received."""
+    latest = None
+    for req in sink.requests("metrics"):
+        for rm in req.message.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == "ct.live.compiles":
+                        latest = sum(p.as_int for p in m.sum.data_points)
+    return latest
+
+
+def _wait_live_compiles(sink, at_least, proc):
+    ok = sink.wait_for(lambda: (_live_compiles(sink) or 0) >= at_least, ARRIVAL_TIMEOUT_S)
+    assert ok, f"ct.live.compiles stayed at {_live_compiles(sink)}, want {at_least}\n{proc.describe()}"
+
+
 def _wait_delivered(scenario, roots, proc):
     def delivered():
         return sum(1 for _, s in scenario.sink.spans() if not s.parent_span_id) >= roots
     assert scenario.sink.wait_for(lambda: delivered() or not proc.running(), ARRIVAL_TIMEOUT_S)
     assert proc.running(), f"collector exited\n{proc.describe()}"
     assert delivered(), f"fewer than {roots} builds arrived\n{proc.describe()}"
-    assert scenario.sink.wait_quiet(max(1.0, 5 * collector_mod.POLL_INTERVAL_S), ARRIVAL_TIMEOUT_S)
+    # Not sink.wait_quiet(): the live metrics keep coming while a build runs.
+    assert _builds_quiet(scenario.sink, max(1.0, 5 * collector_mod.POLL_INTERVAL_S), ARRIVAL_TIMEOUT_S), (
+        f"builds' traces or metrics kept arriving\n{proc.describe()}")
+
+
+def _build_requests(sink):
+    """How many trace requests and build metrics requests (those with
+    cicd.pipeline.run.duration) arrived: what a build sends."""
+    metrics = sum(1 for r in sink.requests("metrics")
+                  if any(m.name == "cicd.pipeline.run.duration" for rm in r.message.resource_metrics
+                         for sm in rm.scope_metrics for m in sm.metrics))
+    return len(sink.requests("traces")), metrics
+
+
+def _builds_quiet(sink, quiet, timeout):
+    """Until no build request (traces, build metrics) arrived for `quiet` s,
+    to let duplicates or stragglers show up."""
+    deadline = time.monotonic() + timeout
+    last, since = _build_requests(sink), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = _build_requests(sink)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return True
+    return False
 
 
 def _wait_scraped(prom, after):
@@ -163,6 +231,11 @@ def scenario(tmp_path_factory):
             # The exporter must have been scraped once before the first wave
             # too: its series then start at the first wave's values.
             _wait_scraped(prom, sc.start)
+            first, rest = _statslog_halves(RUNNING_CASE)
+            blocks = first.count(b"\n#") + rest.count(b"\n#") + 1
+            running = _start_running_build(diag)
+            # The uncacheable last block of a half waits for the next block.
+            _wait_live_compiles(sink, first.count(b"\n#"), proc)
             for wave in range(WAVES):
                 added = _add_wave(diag, wave)
                 sc.builds += [name for name, _ in added]
@@ -172,6 +245,11 @@ def scenario(tmp_path_factory):
                 assert len(sc.wave_traces[-1]) == len(CASES), (
                     f"wave {wave}: {len(sc.wave_traces[-1])} new traces for {len(CASES)} builds")
                 _wait_scraped(prom, time.time())
+                if wave == 0:
+                    with open(running, "ab") as f:
+                        f.write(rest)
+                    _wait_live_compiles(sink, blocks - 1, proc)
+                    _wait_scraped(prom, time.time())
             sc.end = time.time()
             yield sc
             picture = os.environ.get("CT_DASHBOARD_PICTURE")

@@ -36,7 +36,8 @@ def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", gi
         # which ct-cake does not send (tests/e2e/test_build_metrics.py has those).
         "per_build_metric_identity": True,
         "metrics": {name: {"enabled": False} for name in (
-            "cicd.pipeline.run.duration", "cicd.pipeline.run.errors", "ct.rule.duration", "ct.compiles")},
+            "cicd.pipeline.run.duration", "cicd.pipeline.run.errors", "ct.rule.duration", "ct.compiles",
+            "ct.build.critical_path.duration", "ct.build.parallelism")},
         "git_commit": {"enabled": True, "max_lag": git_max_lag},
         "capture": {
             "enabled": True,

@@ -47,6 +47,66 @@ func (ms *CicdPipelineRunErrorsMetricConfig) Unmarshal(parser *confmap.Conf) err
 	return nil
 }
 
+// CtBuildCriticalPathDurationMetricConfig provides config for the ct.build.critical_path.duration metric.
+type CtBuildCriticalPathDurationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtBuildCriticalPathDurationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtBuildParallelismMetricConfig provides config for the ct.build.parallelism metric.
+type CtBuildParallelismMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtBuildParallelismMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtBuildRunningMetricConfig provides config for the ct.build.running metric.
+type CtBuildRunningMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtBuildRunningMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // CtCacheTimeSavedMetricConfig provides config for the ct.cache.time_saved metric.
 type CtCacheTimeSavedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -247,6 +307,26 @@ func (ms *CtCompilesMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// CtLiveCompilesMetricConfig provides config for the ct.live.compiles metric.
+type CtLiveCompilesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtLiveCompilesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // CtRuleDurationMetricConfig provides config for the ct.rule.duration metric.
 type CtRuleDurationMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -269,19 +349,23 @@ func (ms *CtRuleDurationMetricConfig) Unmarshal(parser *confmap.Conf) error {
 
 // MetricsConfig provides config for compiletools metrics.
 type MetricsConfig struct {
-	CicdPipelineRunDuration CicdPipelineRunDurationMetricConfig `mapstructure:"cicd.pipeline.run.duration"`
-	CicdPipelineRunErrors   CicdPipelineRunErrorsMetricConfig   `mapstructure:"cicd.pipeline.run.errors"`
-	CtCacheTimeSaved        CtCacheTimeSavedMetricConfig        `mapstructure:"ct.cache.time_saved"`
-	CtCasDuplicateGroups    CtCasDuplicateGroupsMetricConfig    `mapstructure:"ct.cas.duplicate_groups"`
-	CtCasTotalBytes         CtCasTotalBytesMetricConfig         `mapstructure:"ct.cas.total_bytes"`
-	CtCasTotalEntries       CtCasTotalEntriesMetricConfig       `mapstructure:"ct.cas.total_entries"`
-	CtCasUniqueBuckets      CtCasUniqueBucketsMetricConfig      `mapstructure:"ct.cas.unique_buckets"`
-	CtCasWastedBytes        CtCasWastedBytesMetricConfig        `mapstructure:"ct.cas.wasted_bytes"`
-	CtCcacheEvents          CtCcacheEventsMetricConfig          `mapstructure:"ct.ccache.events"`
-	CtCcacheHitRate         CtCcacheHitRateMetricConfig         `mapstructure:"ct.ccache.hit_rate"`
-	CtCcacheRemoteHitRate   CtCcacheRemoteHitRateMetricConfig   `mapstructure:"ct.ccache.remote_hit_rate"`
-	CtCompiles              CtCompilesMetricConfig              `mapstructure:"ct.compiles"`
-	CtRuleDuration          CtRuleDurationMetricConfig          `mapstructure:"ct.rule.duration"`
+	CicdPipelineRunDuration     CicdPipelineRunDurationMetricConfig     `mapstructure:"cicd.pipeline.run.duration"`
+	CicdPipelineRunErrors       CicdPipelineRunErrorsMetricConfig       `mapstructure:"cicd.pipeline.run.errors"`
+	CtBuildCriticalPathDuration CtBuildCriticalPathDurationMetricConfig `mapstructure:"ct.build.critical_path.duration"`
+	CtBuildParallelism          CtBuildParallelismMetricConfig          `mapstructure:"ct.build.parallelism"`
+	CtBuildRunning              CtBuildRunningMetricConfig              `mapstructure:"ct.build.running"`
+	CtCacheTimeSaved            CtCacheTimeSavedMetricConfig            `mapstructure:"ct.cache.time_saved"`
+	CtCasDuplicateGroups        CtCasDuplicateGroupsMetricConfig        `mapstructure:"ct.cas.duplicate_groups"`
+	CtCasTotalBytes             CtCasTotalBytesMetricConfig             `mapstructure:"ct.cas.total_bytes"`
+	CtCasTotalEntries           CtCasTotalEntriesMetricConfig           `mapstructure:"ct.cas.total_entries"`
+	CtCasUniqueBuckets          CtCasUniqueBucketsMetricConfig          `mapstructure:"ct.cas.unique_buckets"`
+	CtCasWastedBytes            CtCasWastedBytesMetricConfig            `mapstructure:"ct.cas.wasted_bytes"`
+	CtCcacheEvents              CtCcacheEventsMetricConfig              `mapstructure:"ct.ccache.events"`
+	CtCcacheHitRate             CtCcacheHitRateMetricConfig             `mapstructure:"ct.ccache.hit_rate"`
+	CtCcacheRemoteHitRate       CtCcacheRemoteHitRateMetricConfig       `mapstructure:"ct.ccache.remote_hit_rate"`
+	CtCompiles                  CtCompilesMetricConfig                  `mapstructure:"ct.compiles"`
+	CtLiveCompiles              CtLiveCompilesMetricConfig              `mapstructure:"ct.live.compiles"`
+	CtRuleDuration              CtRuleDurationMetricConfig              `mapstructure:"ct.rule.duration"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -290,6 +374,15 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		CicdPipelineRunErrors: CicdPipelineRunErrorsMetricConfig{
+			Enabled: true,
+		},
+		CtBuildCriticalPathDuration: CtBuildCriticalPathDurationMetricConfig{
+			Enabled: true,
+		},
+		CtBuildParallelism: CtBuildParallelismMetricConfig{
+			Enabled: true,
+		},
+		CtBuildRunning: CtBuildRunningMetricConfig{
 			Enabled: true,
 		},
 		CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
@@ -320,6 +413,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		CtCompiles: CtCompilesMetricConfig{
+			Enabled: true,
+		},
+		CtLiveCompiles: CtLiveCompilesMetricConfig{
 			Enabled: true,
 		},
 		CtRuleDuration: CtRuleDurationMetricConfig{

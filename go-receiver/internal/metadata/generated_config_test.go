@@ -32,6 +32,15 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CicdPipelineRunErrors: CicdPipelineRunErrorsMetricConfig{
 						Enabled: true,
 					},
+					CtBuildCriticalPathDuration: CtBuildCriticalPathDurationMetricConfig{
+						Enabled: true,
+					},
+					CtBuildParallelism: CtBuildParallelismMetricConfig{
+						Enabled: true,
+					},
+					CtBuildRunning: CtBuildRunningMetricConfig{
+						Enabled: true,
+					},
 					CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
 						Enabled: true,
 					},
@@ -60,6 +69,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: true,
 					},
 					CtCompiles: CtCompilesMetricConfig{
+						Enabled: true,
+					},
+					CtLiveCompiles: CtLiveCompilesMetricConfig{
 						Enabled: true,
 					},
 					CtRuleDuration: CtRuleDurationMetricConfig{
@@ -97,6 +109,15 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CicdPipelineRunErrors: CicdPipelineRunErrorsMetricConfig{
 						Enabled: false,
 					},
+					CtBuildCriticalPathDuration: CtBuildCriticalPathDurationMetricConfig{
+						Enabled: false,
+					},
+					CtBuildParallelism: CtBuildParallelismMetricConfig{
+						Enabled: false,
+					},
+					CtBuildRunning: CtBuildRunningMetricConfig{
+						Enabled: false,
+					},
 					CtCacheTimeSaved: CtCacheTimeSavedMetricConfig{
 						Enabled: false,
 					},
@@ -125,6 +146,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: false,
 					},
 					CtCompiles: CtCompilesMetricConfig{
+						Enabled: false,
+					},
+					CtLiveCompiles: CtLiveCompilesMetricConfig{
 						Enabled: false,
 					},
 					CtRuleDuration: CtRuleDurationMetricConfig{
@@ -156,7 +180,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -78,6 +78,70 @@ var MapAttributeCicdPipelineResult = map[string]AttributeCicdPipelineResult{
 	"failure": AttributeCicdPipelineResultFailure,
 }
 
+// AttributeCtBuildCriticalPathMethod specifies the value ct.build.critical_path.method attribute.
+type AttributeCtBuildCriticalPathMethod int
+
+const (
+	_ AttributeCtBuildCriticalPathMethod = iota
+	AttributeCtBuildCriticalPathMethodEstimate
+	AttributeCtBuildCriticalPathMethodNinjaGraph
+	AttributeCtBuildCriticalPathMethodMakeGraph
+)
+
+// String returns the string representation of the AttributeCtBuildCriticalPathMethod.
+func (av AttributeCtBuildCriticalPathMethod) String() string {
+	switch av {
+	case AttributeCtBuildCriticalPathMethodEstimate:
+		return "estimate"
+	case AttributeCtBuildCriticalPathMethodNinjaGraph:
+		return "ninja_graph"
+	case AttributeCtBuildCriticalPathMethodMakeGraph:
+		return "make_graph"
+	}
+	return ""
+}
+
+// MapAttributeCtBuildCriticalPathMethod is a helper map of string to AttributeCtBuildCriticalPathMethod attribute value.
+var MapAttributeCtBuildCriticalPathMethod = map[string]AttributeCtBuildCriticalPathMethod{
+	"estimate":    AttributeCtBuildCriticalPathMethodEstimate,
+	"ninja_graph": AttributeCtBuildCriticalPathMethodNinjaGraph,
+	"make_graph":  AttributeCtBuildCriticalPathMethodMakeGraph,
+}
+
+// AttributeCtCcacheOutcome specifies the value ct.ccache.outcome attribute.
+type AttributeCtCcacheOutcome int
+
+const (
+	_ AttributeCtCcacheOutcome = iota
+	AttributeCtCcacheOutcomeDirectCacheHit
+	AttributeCtCcacheOutcomePreprocessedCacheHit
+	AttributeCtCcacheOutcomeCacheMiss
+	AttributeCtCcacheOutcomeUncacheable
+)
+
+// String returns the string representation of the AttributeCtCcacheOutcome.
+func (av AttributeCtCcacheOutcome) String() string {
+	switch av {
+	case AttributeCtCcacheOutcomeDirectCacheHit:
+		return "direct_cache_hit"
+	case AttributeCtCcacheOutcomePreprocessedCacheHit:
+		return "preprocessed_cache_hit"
+	case AttributeCtCcacheOutcomeCacheMiss:
+		return "cache_miss"
+	case AttributeCtCcacheOutcomeUncacheable:
+		return "uncacheable"
+	}
+	return ""
+}
+
+// MapAttributeCtCcacheOutcome is a helper map of string to AttributeCtCcacheOutcome attribute value.
+var MapAttributeCtCcacheOutcome = map[string]AttributeCtCcacheOutcome{
+	"direct_cache_hit":       AttributeCtCcacheOutcomeDirectCacheHit,
+	"preprocessed_cache_hit": AttributeCtCcacheOutcomePreprocessedCacheHit,
+	"cache_miss":             AttributeCtCcacheOutcomeCacheMiss,
+	"uncacheable":            AttributeCtCcacheOutcomeUncacheable,
+}
+
 // AttributeCtRuleCacheLayer specifies the value ct.rule.cache_layer attribute.
 type AttributeCtRuleCacheLayer int
 
@@ -121,9 +185,20 @@ var MetricsInfo = metricsInfo{
 		Name:       "cicd.pipeline.run.errors",
 		Attributes: []string{"cicd.pipeline.name", "error.type", "ct.variant", "ct.backend"},
 	},
+	CtBuildCriticalPathDuration: metricInfo{
+		Name:       "ct.build.critical_path.duration",
+		Attributes: []string{"cicd.pipeline.name", "ct.build.critical_path.method", "ct.variant", "ct.backend"},
+	},
+	CtBuildParallelism: metricInfo{
+		Name:       "ct.build.parallelism",
+		Attributes: []string{"cicd.pipeline.name", "ct.variant", "ct.backend"},
+	},
+	CtBuildRunning: metricInfo{
+		Name: "ct.build.running",
+	},
 	CtCacheTimeSaved: metricInfo{
 		Name:       "ct.cache.time_saved",
-		Attributes: []string{"ct.rule.cache_layer"},
+		Attributes: []string{"ct.rule.cache_layer", "ct.variant", "cicd.pipeline.name"},
 	},
 	CtCasDuplicateGroups: metricInfo{
 		Name:       "ct.cas.duplicate_groups",
@@ -161,6 +236,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "ct.compiles",
 		Attributes: []string{"ct.rule.cache_layer", "ct.variant"},
 	},
+	CtLiveCompiles: metricInfo{
+		Name:       "ct.live.compiles",
+		Attributes: []string{"ct.ccache.outcome"},
+	},
 	CtRuleDuration: metricInfo{
 		Name:       "ct.rule.duration",
 		Attributes: []string{"ct.rule_type", "ct.rule.cache_layer", "ct.variant"},
@@ -168,19 +247,23 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	CicdPipelineRunDuration metricInfo
-	CicdPipelineRunErrors   metricInfo
-	CtCacheTimeSaved        metricInfo
-	CtCasDuplicateGroups    metricInfo
-	CtCasTotalBytes         metricInfo
-	CtCasTotalEntries       metricInfo
-	CtCasUniqueBuckets      metricInfo
-	CtCasWastedBytes        metricInfo
-	CtCcacheEvents          metricInfo
-	CtCcacheHitRate         metricInfo
-	CtCcacheRemoteHitRate   metricInfo
-	CtCompiles              metricInfo
-	CtRuleDuration          metricInfo
+	CicdPipelineRunDuration     metricInfo
+	CicdPipelineRunErrors       metricInfo
+	CtBuildCriticalPathDuration metricInfo
+	CtBuildParallelism          metricInfo
+	CtBuildRunning              metricInfo
+	CtCacheTimeSaved            metricInfo
+	CtCasDuplicateGroups        metricInfo
+	CtCasTotalBytes             metricInfo
+	CtCasTotalEntries           metricInfo
+	CtCasUniqueBuckets          metricInfo
+	CtCasWastedBytes            metricInfo
+	CtCcacheEvents              metricInfo
+	CtCcacheHitRate             metricInfo
+	CtCcacheRemoteHitRate       metricInfo
+	CtCompiles                  metricInfo
+	CtLiveCompiles              metricInfo
+	CtRuleDuration              metricInfo
 }
 
 type metricInfo struct {
@@ -302,6 +385,169 @@ func newMetricCicdPipelineRunErrors(cfg CicdPipelineRunErrorsMetricConfig) metri
 	return m
 }
 
+type metricCtBuildCriticalPathDuration struct {
+	data     pmetric.Metric                          // data buffer for generated metric.
+	config   CtBuildCriticalPathDurationMetricConfig // metric config provided by user.
+	capacity int                                     // max observed number of data points added to the metric.
+}
+
+// init fills ct.build.critical_path.duration metric with initial data.
+func (m *metricCtBuildCriticalPathDuration) init() {
+	m.data.SetName("ct.build.critical_path.duration")
+	m.data.SetDescription("Length of the build's critical path (the root span's ct.build.critical_path_s), by how it was found. One observation per build with counted rules; exemplar: the build's root span.")
+	m.data.SetUnit("s")
+	m.data.SetEmptyHistogram()
+	m.data.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Histogram().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtBuildCriticalPathDuration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctBuildCriticalPathMethodAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Histogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetCount(1)
+	dp.SetSum(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("ct.build.critical_path.method", ctBuildCriticalPathMethodAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("ct.backend", ctBackendAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtBuildCriticalPathDuration) updateCapacity() {
+	if m.data.Histogram().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Histogram().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtBuildCriticalPathDuration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Histogram().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtBuildCriticalPathDuration(cfg CtBuildCriticalPathDurationMetricConfig) metricCtBuildCriticalPathDuration {
+	m := metricCtBuildCriticalPathDuration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtBuildParallelism struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   CtBuildParallelismMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills ct.build.parallelism metric with initial data.
+func (m *metricCtBuildParallelism) init() {
+	m.data.SetName("ct.build.parallelism")
+	m.data.SetDescription("Average number of rules running at once during the build (the root span's ct.build.parallelism.avg). One observation per build that has a build_execution phase; exemplar: the build's root span.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyHistogram()
+	m.data.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Histogram().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtBuildParallelism) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Histogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetCount(1)
+	dp.SetSum(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("ct.backend", ctBackendAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtBuildParallelism) updateCapacity() {
+	if m.data.Histogram().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Histogram().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtBuildParallelism) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Histogram().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtBuildParallelism(cfg CtBuildParallelismMetricConfig) metricCtBuildParallelism {
+	m := metricCtBuildParallelism{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtBuildRunning struct {
+	data     pmetric.Metric             // data buffer for generated metric.
+	config   CtBuildRunningMetricConfig // metric config provided by user.
+	capacity int                        // max observed number of data points added to the metric.
+}
+
+// init fills ct.build.running metric with initial data.
+func (m *metricCtBuildRunning) init() {
+	m.data.SetName("ct.build.running")
+	m.data.SetDescription("Builds running on this host that the receiver follows (an invocation directory without timing.json yet). Made by the receiver, with a logs pipeline (live builds).")
+	m.data.SetUnit("{builds}")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricCtBuildRunning) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtBuildRunning) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtBuildRunning) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtBuildRunning(cfg CtBuildRunningMetricConfig) metricCtBuildRunning {
+	m := metricCtBuildRunning{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricCtCacheTimeSaved struct {
 	data     pmetric.Metric               // data buffer for generated metric.
 	config   CtCacheTimeSavedMetricConfig // metric config provided by user.
@@ -319,7 +565,7 @@ func (m *metricCtCacheTimeSaved) init() {
 	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricCtCacheTimeSaved) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctRuleCacheLayerAttributeValue string) {
+func (m *metricCtCacheTimeSaved) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctRuleCacheLayerAttributeValue string, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -328,6 +574,8 @@ func (m *metricCtCacheTimeSaved) recordDataPoint(start pcommon.Timestamp, ts pco
 	dp.SetTimestamp(ts)
 	dp.SetDoubleValue(val)
 	dp.Attributes().PutStr("ct.rule.cache_layer", ctRuleCacheLayerAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -833,6 +1081,60 @@ func newMetricCtCompiles(cfg CtCompilesMetricConfig) metricCtCompiles {
 	return m
 }
 
+type metricCtLiveCompiles struct {
+	data     pmetric.Metric             // data buffer for generated metric.
+	config   CtLiveCompilesMetricConfig // metric config provided by user.
+	capacity int                        // max observed number of data points added to the metric.
+}
+
+// init fills ct.live.compiles metric with initial data.
+func (m *metricCtLiveCompiles) init() {
+	m.data.SetName("ct.live.compiles")
+	m.data.SetDescription("Compiler calls seen finishing in running builds' ccache statslogs, by ccache outcome, since the receiver started. Made by the receiver, with a logs pipeline (live builds).")
+	m.data.SetUnit("{compiles}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtLiveCompiles) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, ctCcacheOutcomeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("ct.ccache.outcome", ctCcacheOutcomeAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtLiveCompiles) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtLiveCompiles) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtLiveCompiles(cfg CtLiveCompilesMetricConfig) metricCtLiveCompiles {
+	m := metricCtLiveCompiles{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricCtRuleDuration struct {
 	data     pmetric.Metric             // data buffer for generated metric.
 	config   CtRuleDurationMetricConfig // metric config provided by user.
@@ -892,26 +1194,30 @@ func newMetricCtRuleDuration(cfg CtRuleDurationMetricConfig) metricCtRuleDuratio
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                         MetricsBuilderConfig // config of the metrics builder.
-	startTime                      pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                int                  // maximum observed number of metrics per resource.
-	metricsBuffer                  pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                      component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter map[string]filter.Filter
-	resourceAttributeExcludeFilter map[string]filter.Filter
-	metricCicdPipelineRunDuration  metricCicdPipelineRunDuration
-	metricCicdPipelineRunErrors    metricCicdPipelineRunErrors
-	metricCtCacheTimeSaved         metricCtCacheTimeSaved
-	metricCtCasDuplicateGroups     metricCtCasDuplicateGroups
-	metricCtCasTotalBytes          metricCtCasTotalBytes
-	metricCtCasTotalEntries        metricCtCasTotalEntries
-	metricCtCasUniqueBuckets       metricCtCasUniqueBuckets
-	metricCtCasWastedBytes         metricCtCasWastedBytes
-	metricCtCcacheEvents           metricCtCcacheEvents
-	metricCtCcacheHitRate          metricCtCcacheHitRate
-	metricCtCcacheRemoteHitRate    metricCtCcacheRemoteHitRate
-	metricCtCompiles               metricCtCompiles
-	metricCtRuleDuration           metricCtRuleDuration
+	config                            MetricsBuilderConfig // config of the metrics builder.
+	startTime                         pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                   int                  // maximum observed number of metrics per resource.
+	metricsBuffer                     pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                         component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter    map[string]filter.Filter
+	resourceAttributeExcludeFilter    map[string]filter.Filter
+	metricCicdPipelineRunDuration     metricCicdPipelineRunDuration
+	metricCicdPipelineRunErrors       metricCicdPipelineRunErrors
+	metricCtBuildCriticalPathDuration metricCtBuildCriticalPathDuration
+	metricCtBuildParallelism          metricCtBuildParallelism
+	metricCtBuildRunning              metricCtBuildRunning
+	metricCtCacheTimeSaved            metricCtCacheTimeSaved
+	metricCtCasDuplicateGroups        metricCtCasDuplicateGroups
+	metricCtCasTotalBytes             metricCtCasTotalBytes
+	metricCtCasTotalEntries           metricCtCasTotalEntries
+	metricCtCasUniqueBuckets          metricCtCasUniqueBuckets
+	metricCtCasWastedBytes            metricCtCasWastedBytes
+	metricCtCcacheEvents              metricCtCcacheEvents
+	metricCtCcacheHitRate             metricCtCcacheHitRate
+	metricCtCcacheRemoteHitRate       metricCtCcacheRemoteHitRate
+	metricCtCompiles                  metricCtCompiles
+	metricCtLiveCompiles              metricCtLiveCompiles
+	metricCtRuleDuration              metricCtRuleDuration
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -933,25 +1239,29 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                         mbc,
-		startTime:                      pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                  pmetric.NewMetrics(),
-		buildInfo:                      settings.BuildInfo,
-		metricCicdPipelineRunDuration:  newMetricCicdPipelineRunDuration(mbc.Metrics.CicdPipelineRunDuration),
-		metricCicdPipelineRunErrors:    newMetricCicdPipelineRunErrors(mbc.Metrics.CicdPipelineRunErrors),
-		metricCtCacheTimeSaved:         newMetricCtCacheTimeSaved(mbc.Metrics.CtCacheTimeSaved),
-		metricCtCasDuplicateGroups:     newMetricCtCasDuplicateGroups(mbc.Metrics.CtCasDuplicateGroups),
-		metricCtCasTotalBytes:          newMetricCtCasTotalBytes(mbc.Metrics.CtCasTotalBytes),
-		metricCtCasTotalEntries:        newMetricCtCasTotalEntries(mbc.Metrics.CtCasTotalEntries),
-		metricCtCasUniqueBuckets:       newMetricCtCasUniqueBuckets(mbc.Metrics.CtCasUniqueBuckets),
-		metricCtCasWastedBytes:         newMetricCtCasWastedBytes(mbc.Metrics.CtCasWastedBytes),
-		metricCtCcacheEvents:           newMetricCtCcacheEvents(mbc.Metrics.CtCcacheEvents),
-		metricCtCcacheHitRate:          newMetricCtCcacheHitRate(mbc.Metrics.CtCcacheHitRate),
-		metricCtCcacheRemoteHitRate:    newMetricCtCcacheRemoteHitRate(mbc.Metrics.CtCcacheRemoteHitRate),
-		metricCtCompiles:               newMetricCtCompiles(mbc.Metrics.CtCompiles),
-		metricCtRuleDuration:           newMetricCtRuleDuration(mbc.Metrics.CtRuleDuration),
-		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
+		config:                            mbc,
+		startTime:                         pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                     pmetric.NewMetrics(),
+		buildInfo:                         settings.BuildInfo,
+		metricCicdPipelineRunDuration:     newMetricCicdPipelineRunDuration(mbc.Metrics.CicdPipelineRunDuration),
+		metricCicdPipelineRunErrors:       newMetricCicdPipelineRunErrors(mbc.Metrics.CicdPipelineRunErrors),
+		metricCtBuildCriticalPathDuration: newMetricCtBuildCriticalPathDuration(mbc.Metrics.CtBuildCriticalPathDuration),
+		metricCtBuildParallelism:          newMetricCtBuildParallelism(mbc.Metrics.CtBuildParallelism),
+		metricCtBuildRunning:              newMetricCtBuildRunning(mbc.Metrics.CtBuildRunning),
+		metricCtCacheTimeSaved:            newMetricCtCacheTimeSaved(mbc.Metrics.CtCacheTimeSaved),
+		metricCtCasDuplicateGroups:        newMetricCtCasDuplicateGroups(mbc.Metrics.CtCasDuplicateGroups),
+		metricCtCasTotalBytes:             newMetricCtCasTotalBytes(mbc.Metrics.CtCasTotalBytes),
+		metricCtCasTotalEntries:           newMetricCtCasTotalEntries(mbc.Metrics.CtCasTotalEntries),
+		metricCtCasUniqueBuckets:          newMetricCtCasUniqueBuckets(mbc.Metrics.CtCasUniqueBuckets),
+		metricCtCasWastedBytes:            newMetricCtCasWastedBytes(mbc.Metrics.CtCasWastedBytes),
+		metricCtCcacheEvents:              newMetricCtCcacheEvents(mbc.Metrics.CtCcacheEvents),
+		metricCtCcacheHitRate:             newMetricCtCcacheHitRate(mbc.Metrics.CtCcacheHitRate),
+		metricCtCcacheRemoteHitRate:       newMetricCtCcacheRemoteHitRate(mbc.Metrics.CtCcacheRemoteHitRate),
+		metricCtCompiles:                  newMetricCtCompiles(mbc.Metrics.CtCompiles),
+		metricCtLiveCompiles:              newMetricCtLiveCompiles(mbc.Metrics.CtLiveCompiles),
+		metricCtRuleDuration:              newMetricCtRuleDuration(mbc.Metrics.CtRuleDuration),
+		resourceAttributeIncludeFilter:    make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:    make(map[string]filter.Filter),
 	}
 	if mbc.ResourceAttributes.CicdPipelineName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["cicd.pipeline.name"] = filter.CreateFilter(mbc.ResourceAttributes.CicdPipelineName.MetricsInclude)
@@ -1126,6 +1436,9 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
 	mb.metricCicdPipelineRunDuration.emit(ils.Metrics())
 	mb.metricCicdPipelineRunErrors.emit(ils.Metrics())
+	mb.metricCtBuildCriticalPathDuration.emit(ils.Metrics())
+	mb.metricCtBuildParallelism.emit(ils.Metrics())
+	mb.metricCtBuildRunning.emit(ils.Metrics())
 	mb.metricCtCacheTimeSaved.emit(ils.Metrics())
 	mb.metricCtCasDuplicateGroups.emit(ils.Metrics())
 	mb.metricCtCasTotalBytes.emit(ils.Metrics())
@@ -1136,6 +1449,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricCtCcacheHitRate.emit(ils.Metrics())
 	mb.metricCtCcacheRemoteHitRate.emit(ils.Metrics())
 	mb.metricCtCompiles.emit(ils.Metrics())
+	mb.metricCtLiveCompiles.emit(ils.Metrics())
 	mb.metricCtRuleDuration.emit(ils.Metrics())
 
 	for _, op := range options {
@@ -1178,9 +1492,24 @@ func (mb *MetricsBuilder) RecordCicdPipelineRunErrorsDataPoint(ts pcommon.Timest
 	mb.metricCicdPipelineRunErrors.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, errorTypeAttributeValue, ctVariantAttributeValue, ctBackendAttributeValue)
 }
 
+// RecordCtBuildCriticalPathDurationDataPoint adds a data point to ct.build.critical_path.duration metric.
+func (mb *MetricsBuilder) RecordCtBuildCriticalPathDurationDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctBuildCriticalPathMethodAttributeValue AttributeCtBuildCriticalPathMethod, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	mb.metricCtBuildCriticalPathDuration.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, ctBuildCriticalPathMethodAttributeValue.String(), ctVariantAttributeValue, ctBackendAttributeValue)
+}
+
+// RecordCtBuildParallelismDataPoint adds a data point to ct.build.parallelism metric.
+func (mb *MetricsBuilder) RecordCtBuildParallelismDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	mb.metricCtBuildParallelism.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, ctVariantAttributeValue, ctBackendAttributeValue)
+}
+
+// RecordCtBuildRunningDataPoint adds a data point to ct.build.running metric.
+func (mb *MetricsBuilder) RecordCtBuildRunningDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricCtBuildRunning.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordCtCacheTimeSavedDataPoint adds a data point to ct.cache.time_saved metric.
-func (mb *MetricsBuilder) RecordCtCacheTimeSavedDataPoint(ts pcommon.Timestamp, val float64, ctRuleCacheLayerAttributeValue AttributeCtRuleCacheLayer) {
-	mb.metricCtCacheTimeSaved.recordDataPoint(mb.startTime, ts, val, ctRuleCacheLayerAttributeValue.String())
+func (mb *MetricsBuilder) RecordCtCacheTimeSavedDataPoint(ts pcommon.Timestamp, val float64, ctRuleCacheLayerAttributeValue AttributeCtRuleCacheLayer, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	mb.metricCtCacheTimeSaved.recordDataPoint(mb.startTime, ts, val, ctRuleCacheLayerAttributeValue.String(), ctVariantAttributeValue, cicdPipelineNameAttributeValue)
 }
 
 // RecordCtCasDuplicateGroupsDataPoint adds a data point to ct.cas.duplicate_groups metric.
@@ -1226,6 +1555,11 @@ func (mb *MetricsBuilder) RecordCtCcacheRemoteHitRateDataPoint(ts pcommon.Timest
 // RecordCtCompilesDataPoint adds a data point to ct.compiles metric.
 func (mb *MetricsBuilder) RecordCtCompilesDataPoint(ts pcommon.Timestamp, val int64, ctRuleCacheLayerAttributeValue AttributeCtRuleCacheLayer, ctVariantAttributeValue string) {
 	mb.metricCtCompiles.recordDataPoint(mb.startTime, ts, val, ctRuleCacheLayerAttributeValue.String(), ctVariantAttributeValue)
+}
+
+// RecordCtLiveCompilesDataPoint adds a data point to ct.live.compiles metric.
+func (mb *MetricsBuilder) RecordCtLiveCompilesDataPoint(ts pcommon.Timestamp, val int64, ctCcacheOutcomeAttributeValue AttributeCtCcacheOutcome) {
+	mb.metricCtLiveCompiles.recordDataPoint(mb.startTime, ts, val, ctCcacheOutcomeAttributeValue.String())
 }
 
 // RecordCtRuleDurationDataPoint adds a data point to ct.rule.duration metric.

@@ -74,7 +74,16 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordCicdPipelineRunErrorsDataPoint(ts, 1, "cicd.pipeline.name-val", "error.type-val", "ct.variant-val", "ct.backend-val")
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordCtCacheTimeSavedDataPoint(ts, 1, AttributeCtRuleCacheLayerCas)
+			mb.RecordCtBuildCriticalPathDurationDataPoint(ts, 1, "cicd.pipeline.name-val", AttributeCtBuildCriticalPathMethodEstimate, "ct.variant-val", "ct.backend-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtBuildParallelismDataPoint(ts, 1, "cicd.pipeline.name-val", "ct.variant-val", "ct.backend-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtBuildRunningDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtCacheTimeSavedDataPoint(ts, 1, AttributeCtRuleCacheLayerCas, "ct.variant-val", "cicd.pipeline.name-val")
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordCtCasDuplicateGroupsDataPoint(ts, 1, AttributeCasKindObj)
@@ -102,6 +111,9 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordCtCompilesDataPoint(ts, 1, AttributeCtRuleCacheLayerCas, "ct.variant-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtLiveCompilesDataPoint(ts, 1, AttributeCtCcacheOutcomeDirectCacheHit)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordCtRuleDurationDataPoint(ts, 1, "ct.rule_type-val", AttributeCtRuleCacheLayerCas, "ct.variant-val")
@@ -203,6 +215,65 @@ func TestMetricsBuilder(t *testing.T) {
 					ctBackendAttrVal, ok := dp.Attributes().Get("ct.backend")
 					assert.True(t, ok)
 					assert.Equal(t, "ct.backend-val", ctBackendAttrVal.Str())
+				case "ct.build.critical_path.duration":
+					assert.False(t, validatedMetrics["ct.build.critical_path.duration"], "Found a duplicate in the metrics slice: ct.build.critical_path.duration")
+					validatedMetrics["ct.build.critical_path.duration"] = true
+					assert.Equal(t, pmetric.MetricTypeHistogram, mi.Type())
+					assert.Equal(t, 1, mi.Histogram().DataPoints().Len())
+					assert.Equal(t, "Length of the build's critical path (the root span's ct.build.critical_path_s), by how it was found. One observation per build with counted rules; exemplar: the build's root span.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Histogram().AggregationTemporality())
+					dp := mi.Histogram().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, uint64(1), dp.Count())
+					assert.InDelta(t, float64(1), dp.Sum(), 0.01)
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					ctBuildCriticalPathMethodAttrVal, ok := dp.Attributes().Get("ct.build.critical_path.method")
+					assert.True(t, ok)
+					assert.Equal(t, "estimate", ctBuildCriticalPathMethodAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					ctBackendAttrVal, ok := dp.Attributes().Get("ct.backend")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.backend-val", ctBackendAttrVal.Str())
+				case "ct.build.parallelism":
+					assert.False(t, validatedMetrics["ct.build.parallelism"], "Found a duplicate in the metrics slice: ct.build.parallelism")
+					validatedMetrics["ct.build.parallelism"] = true
+					assert.Equal(t, pmetric.MetricTypeHistogram, mi.Type())
+					assert.Equal(t, 1, mi.Histogram().DataPoints().Len())
+					assert.Equal(t, "Average number of rules running at once during the build (the root span's ct.build.parallelism.avg). One observation per build that has a build_execution phase; exemplar: the build's root span.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Histogram().AggregationTemporality())
+					dp := mi.Histogram().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, uint64(1), dp.Count())
+					assert.InDelta(t, float64(1), dp.Sum(), 0.01)
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					ctBackendAttrVal, ok := dp.Attributes().Get("ct.backend")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.backend-val", ctBackendAttrVal.Str())
+				case "ct.build.running":
+					assert.False(t, validatedMetrics["ct.build.running"], "Found a duplicate in the metrics slice: ct.build.running")
+					validatedMetrics["ct.build.running"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Builds running on this host that the receiver follows (an invocation directory without timing.json yet). Made by the receiver, with a logs pipeline (live builds).", mi.Description())
+					assert.Equal(t, "{builds}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "ct.cache.time_saved":
 					assert.False(t, validatedMetrics["ct.cache.time_saved"], "Found a duplicate in the metrics slice: ct.cache.time_saved")
 					validatedMetrics["ct.cache.time_saved"] = true
@@ -220,6 +291,12 @@ func TestMetricsBuilder(t *testing.T) {
 					ctRuleCacheLayerAttrVal, ok := dp.Attributes().Get("ct.rule.cache_layer")
 					assert.True(t, ok)
 					assert.Equal(t, "cas", ctRuleCacheLayerAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
 				case "ct.cas.duplicate_groups":
 					assert.False(t, validatedMetrics["ct.cas.duplicate_groups"], "Found a duplicate in the metrics slice: ct.cas.duplicate_groups")
 					validatedMetrics["ct.cas.duplicate_groups"] = true
@@ -374,6 +451,23 @@ func TestMetricsBuilder(t *testing.T) {
 					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
 					assert.True(t, ok)
 					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+				case "ct.live.compiles":
+					assert.False(t, validatedMetrics["ct.live.compiles"], "Found a duplicate in the metrics slice: ct.live.compiles")
+					validatedMetrics["ct.live.compiles"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Compiler calls seen finishing in running builds' ccache statslogs, by ccache outcome, since the receiver started. Made by the receiver, with a logs pipeline (live builds).", mi.Description())
+					assert.Equal(t, "{compiles}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					ctCcacheOutcomeAttrVal, ok := dp.Attributes().Get("ct.ccache.outcome")
+					assert.True(t, ok)
+					assert.Equal(t, "direct_cache_hit", ctCcacheOutcomeAttrVal.Str())
 				case "ct.rule.duration":
 					assert.False(t, validatedMetrics["ct.rule.duration"], "Found a duplicate in the metrics slice: ct.rule.duration")
 					validatedMetrics["ct.rule.duration"] = true

@@ -9,7 +9,15 @@
 //!   exemplars = the slowest rule span of every bucket;
 //! * `ct.compiles` — monotonic Sum, compile rules by `ct.rule.cache_layer`
 //!   (`cas`, `ccache`, `compiled`, `other`: all four, zeros included, so a
-//!   ratio is defined from the first build), and `ct.variant`.
+//!   ratio is defined from the first build), and `ct.variant`;
+//! * `ct.build.critical_path.duration` — histogram, s, one observation: the
+//!   root span's `ct.build.critical_path_s`, by the path's method; exemplar =
+//!   the root span;
+//! * `ct.build.parallelism` — histogram, 1, one observation: the root span's
+//!   `ct.build.parallelism.avg` (absent with it).
+//!
+//! The last two chart the build analytics (issue 15) without reading
+//! spans; like them they are absent for a build with no counted rule.
 //!
 //! The rules are the rule spans of the trace below no other rule: anchored
 //! rules of phases and sub-phases and rules directly under the root (the
@@ -33,6 +41,7 @@ use super::attributes::AttrBuilder;
 use super::histogram::{HistogramAccumulator, SpanRef};
 use super::scope::{scope, SCOPE_NAME};
 use super::semconv::{ERROR_TYPE, PIPELINE_NAME, PIPELINE_RESULT};
+use crate::analytics::BuildSummary;
 use crate::ids::SpanIds;
 use crate::timing::{build_result, Build, BuildResult, Clock, Event, CACHE_LAYER_KEY};
 
@@ -45,6 +54,13 @@ pub(crate) const RULE_DURATION_METRIC: &str = "ct.rule.duration";
 pub(crate) const RULE_DURATION_DESCRIPTION: &str = "Duration of the build's rules (compile, link, test, …)";
 pub(crate) const COMPILES_METRIC: &str = "ct.compiles";
 pub(crate) const COMPILES_DESCRIPTION: &str = "Compile rules by the cache layer that served them";
+
+pub(crate) const CRITICAL_PATH_METRIC: &str = "ct.build.critical_path.duration";
+pub(crate) const CRITICAL_PATH_DESCRIPTION: &str =
+    "Length of the build's critical path (the root span's ct.build.critical_path_s)";
+pub(crate) const PARALLELISM_METRIC: &str = "ct.build.parallelism";
+pub(crate) const PARALLELISM_DESCRIPTION: &str =
+    "Average number of rules running at once during the build (the root span's ct.build.parallelism.avg)";
 
 pub(crate) const VARIANT_ATTRIBUTE: &str = "ct.variant";
 pub(crate) const BACKEND_ATTRIBUTE: &str = "ct.backend";
@@ -68,6 +84,15 @@ pub(crate) const RULE_DURATION_BOUNDS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
 ];
 
+/// Buckets of `ct.build.critical_path.duration`, s: those of the build
+/// duration, which bounds the path, so the two compare bucket for bucket.
+pub(crate) const CRITICAL_PATH_BOUNDS: &[f64] = RUN_DURATION_BOUNDS;
+/// Buckets of `ct.build.parallelism`: a serial build is 1, a saturated
+/// `-jN` build N; up to a large CI machine's cores.
+pub(crate) const PARALLELISM_BOUNDS: &[f64] = &[
+    1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0,
+];
+
 /// What the build metrics of one build are made from.
 pub struct BuildMetricsInput<'x> {
     pub build: &'x Build,
@@ -81,13 +106,15 @@ pub struct BuildMetricsInput<'x> {
     /// Of the Sums and histograms.
     pub temporality: AggregationTemporality,
     pub max_attribute_len: u32,
+    /// The build analytics' root numbers; `None` when no rule counted.
+    pub analytics: Option<&'x BuildSummary>,
 }
 
 /// The build's scope of build metrics and its number of data points.
 pub fn build_scope_metrics(input: &BuildMetricsInput) -> (ScopeMetrics, u64) {
     let result = build_result(input.build);
     let ids = SpanIds::new(&input.trace_id);
-    let mut metrics = Vec::with_capacity(4);
+    let mut metrics = Vec::with_capacity(6);
     let mut points = 0u64;
 
     metrics.push(run_duration(input, result, &ids));
@@ -102,6 +129,14 @@ pub fn build_scope_metrics(input: &BuildMetricsInput) -> (ScopeMetrics, u64) {
         metrics.push(duration);
         metrics.push(compiles);
         points += n;
+    }
+    if let Some(summary) = input.analytics {
+        metrics.push(critical_path(input, summary, &ids));
+        points += 1;
+        if let Some(avg) = summary.parallelism_avg {
+            metrics.push(parallelism(input, avg, &ids));
+            points += 1;
+        }
     }
     let scope_metrics = ScopeMetrics {
         scope: Some(scope(SCOPE_NAME)),
@@ -123,17 +158,65 @@ fn run_duration(input: &BuildMetricsInput, result: Option<BuildResult>, ids: &Sp
     a.non_empty_string(BACKEND_ATTRIBUTE, &input.build.backend);
     let mut h = HistogramAccumulator::new(RUN_DURATION_BOUNDS);
     let seconds = input.time_unix_nano.saturating_sub(input.start_unix_nano) as f64 / 1e9;
-    let root = SpanRef {
-        trace_id: input.trace_id,
-        span_id: ids.span_id(&[]),
-        time_unix_nano: input.time_unix_nano,
-    };
-    h.record(seconds, root);
+    h.record(seconds, root_span(input, ids));
     histogram_metric(
         RUN_DURATION_METRIC,
         RUN_DURATION_DESCRIPTION,
+        "s",
         input,
         vec![h.into_point(a.finish().0, input.start_unix_nano, input.time_unix_nano)],
+    )
+}
+
+/// The point attributes of the analytics metrics: the build's series keys
+/// as on `cicd.pipeline.run.duration`, without the result (the path and the
+/// parallelism are known for failed builds too).
+fn analytics_attributes(input: &BuildMetricsInput, method: Option<&str>) -> Vec<KeyValue> {
+    let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 4);
+    a.non_empty_string(PIPELINE_NAME, input.pipeline_name);
+    if let Some(method) = method {
+        a.string(super::analytics::CRITICAL_PATH_METHOD, method);
+    }
+    a.non_empty_string(VARIANT_ATTRIBUTE, &input.build.variant);
+    a.non_empty_string(BACKEND_ATTRIBUTE, &input.build.backend);
+    a.finish().0
+}
+
+/// The root span, the exemplar of the one-observation-per-build histograms.
+fn root_span(input: &BuildMetricsInput, ids: &SpanIds) -> SpanRef {
+    SpanRef {
+        trace_id: input.trace_id,
+        span_id: ids.span_id(&[]),
+        time_unix_nano: input.time_unix_nano,
+    }
+}
+
+fn critical_path(input: &BuildMetricsInput, summary: &BuildSummary, ids: &SpanIds) -> Metric {
+    let mut h = HistogramAccumulator::new(CRITICAL_PATH_BOUNDS);
+    h.record(summary.critical_path_s, root_span(input, ids));
+    let attributes = analytics_attributes(input, Some(summary.critical_path_method.as_str()));
+    histogram_metric(
+        CRITICAL_PATH_METRIC,
+        CRITICAL_PATH_DESCRIPTION,
+        "s",
+        input,
+        vec![h.into_point(attributes, input.start_unix_nano, input.time_unix_nano)],
+    )
+}
+
+fn parallelism(input: &BuildMetricsInput, avg: f64, ids: &SpanIds) -> Metric {
+    let mut h = HistogramAccumulator::new(PARALLELISM_BOUNDS);
+    h.record(avg, root_span(input, ids));
+    histogram_metric(
+        PARALLELISM_METRIC,
+        PARALLELISM_DESCRIPTION,
+        "1",
+        input,
+        vec![h.into_point(
+            analytics_attributes(input, None),
+            input.start_unix_nano,
+            input.time_unix_nano,
+        )],
     )
 }
 
@@ -240,6 +323,7 @@ impl RuleSeries {
             histogram_metric(
                 RULE_DURATION_METRIC,
                 RULE_DURATION_DESCRIPTION,
+                "s",
                 input,
                 duration_points,
             ),
@@ -322,13 +406,14 @@ fn sum_metric(
 fn histogram_metric(
     name: &str,
     description: &str,
+    unit: &str,
     input: &BuildMetricsInput,
     data_points: Vec<opentelemetry_proto::tonic::metrics::v1::HistogramDataPoint>,
 ) -> Metric {
     Metric {
         name: name.to_owned(),
         description: description.to_owned(),
-        unit: "s".to_owned(),
+        unit: unit.to_owned(),
         data: Some(Data::Histogram(Histogram {
             data_points,
             aggregation_temporality: input.temporality as i32,

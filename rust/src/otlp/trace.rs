@@ -496,7 +496,11 @@ impl<'x> SpanEncoder<'x> {
                 builtin(attrs, super::history::RULE_TIME_SAVED_S, WireValue::Double(saved));
             }
             if let Some(delta) = h.duration_delta_s {
-                builtin(attrs, super::history::RULE_DURATION_DELTA_S, WireValue::Double(delta));
+                builtin(
+                    attrs,
+                    super::history::RULE_DURATION_DELTA_S,
+                    WireValue::Double(delta),
+                );
             }
         }
         if let Some(rule_type) = rule_type {

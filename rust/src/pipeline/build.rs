@@ -10,8 +10,8 @@
 //!    rules — for the trace and the build metrics (`ct.rule.cache_layer`);
 //! 4. per-TU ccache attribution on top of the merged metadata — likewise;
 //! 5. the build analytics from the rules' times, with the build graph the
-//!    receiver passed (`req.build_graph`) for an exact critical path —
-//!    trace only;
+//!    receiver passed (`req.build_graph`) for an exact critical path — for
+//!    the trace and the build metrics (critical path, parallelism);
 //! 6. the metrics: the ccache metrics and the build metrics (rule durations
 //!    and compile counts need the merged metadata of steps 3 and 4);
 //! 7. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans),
@@ -138,10 +138,9 @@ struct TraceToDo {
     id: Identity,
     /// Size of the file text: the whole-trace encoder's first estimate.
     text_len: usize,
-    /// The build's dependency graph, for the exact critical path.
-    graph: Option<analytics::BuildGraph>,
-    /// The compile history's numbers for this build.
-    history: Option<HistoryFacts>,
+    /// The build analytics (exact critical path where a build graph was
+    /// given), with the compile history's numbers.
+    analytics: analytics::BuildAnalytics,
     warnings: Warnings,
 }
 
@@ -206,17 +205,7 @@ fn read_build(
                 &req.invocation_dir,
             )
         });
-        if ccache_metrics || wanted.build_metrics {
-            let log = ccache.as_ref().filter(|_| wanted.metrics);
-            let build_metrics = wanted.build_metrics.then_some(&build);
-            let (bytes, points) = encode_metrics(req, log, build_metrics, &id, &mut warnings);
-            output.metrics = Some(bytes);
-            output.summary.metric_points = points;
-        }
-        if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
-            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
-        }
-        if wanted.traces {
+        let analytics = if wanted.traces || wanted.build_metrics {
             let graph = req.build_graph.as_deref().and_then(|template| {
                 analytics::build_graph::load(
                     template,
@@ -227,14 +216,28 @@ fn read_build(
                 )
             });
             cancel.check()?;
+            analytics::analyze_with(&build, &id.clock, graph.as_ref(), &mut warnings)
+        } else {
+            analytics::BuildAnalytics::default()
+        };
+        if ccache_metrics || wanted.build_metrics {
+            let log = ccache.as_ref().filter(|_| wanted.metrics);
+            let build_metrics = wanted.build_metrics.then_some((&build, analytics.summary()));
+            let (bytes, points) = encode_metrics(req, log, build_metrics, &id, &mut warnings);
+            output.metrics = Some(bytes);
+            output.summary.metric_points = points;
+        }
+        if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
+            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
+        }
+        if wanted.traces {
             trace = Some(TraceToDo {
                 build,
                 ccache,
                 snapshot: wanted.snapshot,
                 id,
                 text_len,
-                graph,
-                history,
+                analytics: analytics.with_history(history),
                 warnings,
             });
             return Ok(ReadBuild { trace });
@@ -318,7 +321,7 @@ fn append_time_saved(
 fn encode_metrics(
     req: &BuildRequest,
     ccache: Option<&Statslog>,
-    build: Option<&Build>,
+    build: Option<(&Build, Option<&analytics::BuildSummary>)>,
     id: &Identity,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, u64) {
@@ -348,7 +351,7 @@ fn encode_metrics(
         scope_metrics.push(scope);
         points += n;
     }
-    if let Some(build) = build {
+    if let Some((build, analytics)) = build {
         let input = BuildMetricsInput {
             build,
             clock: &id.clock,
@@ -362,6 +365,7 @@ fn encode_metrics(
                 AggregationTemporality::Delta
             },
             max_attribute_len,
+            analytics,
         };
         let (scope, n) = build_scope_metrics(&input);
         scope_metrics.push(scope);
@@ -381,8 +385,7 @@ fn encode_metrics(
 /// reserved memory costs nothing; the rest is given back at the end).
 fn encode_trace(req: &BuildRequest, mut t: TraceToDo, warnings: &mut Warnings) -> (Vec<u8>, TraceStats) {
     let snapshot = t.ccache.as_ref().filter(|_| t.snapshot);
-    let analytics = analytics::analyze_with(&t.build, &t.id.clock, t.graph.as_ref(), warnings)
-        .with_history(t.history.take());
+    let analytics = std::mem::take(&mut t.analytics);
     let root_attributes = trace_root_attributes(req, &t.build, t.ccache.as_ref(), &analytics);
     let extra = snapshot_spans(req, snapshot, &t.id, warnings);
     let input = TraceInput {
@@ -407,13 +410,10 @@ fn trace_parts(req: &BuildRequest, t: TraceToDo, warnings: &mut Warnings) -> Tra
         ccache,
         snapshot,
         id,
-        graph,
-        history,
+        analytics,
         ..
     } = t;
     let ccache = ccache.as_ref();
-    let analytics =
-        analytics::analyze_with(&build, &id.clock, graph.as_ref(), warnings).with_history(history);
     let root_attributes = trace_root_attributes(req, &build, ccache, &analytics);
     let extra = snapshot_spans(req, ccache.filter(|_| snapshot), &id, warnings);
     TraceParts {
