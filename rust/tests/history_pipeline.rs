@@ -216,3 +216,51 @@ fn without_a_history_nothing_changes() {
     assert_eq!(with.traces, without.traces);
     assert!(without.metrics.is_none());
 }
+
+#[test]
+fn a_regressed_rule_is_the_rule_duration_exemplar_carrying_its_delta() {
+    let history = Arc::new(History::new(HistoryConfig::default()));
+    let b1 = build("20261130T010000-1", &doc(1, 3.0, 2.0, false, 1.0), None, &history);
+    b1.run();
+    b1.commit(&history);
+    // The link takes 1.5 s, 0.5 s over its last (and only) 1 s.
+    let mut b2 = build("20261130T020000-2", &doc(2, 3.0, 2.0, false, 1.5), None, &history);
+    b2.req.build_metrics = true;
+    let out = b2.run();
+    let req = ExportMetricsServiceRequest::decode(out.metrics.as_deref().unwrap()).unwrap();
+    let mut link_exemplars = Vec::new();
+    for m in req
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+        .filter(|m| m.name == "ct.rule.duration")
+    {
+        let Some(Data::Histogram(h)) = &m.data else {
+            panic!("not a histogram")
+        };
+        for p in &h.data_points {
+            let is_link = p.attributes.iter().any(|kv| {
+                kv.key == "ct.rule_type"
+                    && kv.value.as_ref().and_then(|v| v.value.clone())
+                        == Some(Value::StringValue("link".into()))
+            });
+            if is_link {
+                link_exemplars.extend(p.exemplars.iter().cloned());
+            }
+        }
+    }
+    assert_eq!(link_exemplars.len(), 1, "{link_exemplars:?}");
+    let e = &link_exemplars[0];
+    let s = spans(&out);
+    assert_eq!(e.span_id, span(&s, "link.s/app").span_id);
+    let delta = e
+        .filtered_attributes
+        .iter()
+        .find(|kv| kv.key == "ct.rule.duration_delta_s")
+        .and_then(|kv| kv.value.as_ref()?.value.clone());
+    let Some(Value::DoubleValue(d)) = delta else {
+        panic!("no delta on the exemplar: {e:?}")
+    };
+    assert!((d - 0.5).abs() < 1e-6, "{d}");
+}

@@ -1144,7 +1144,7 @@ type metricCtRuleDuration struct {
 // init fills ct.rule.duration metric with initial data.
 func (m *metricCtRuleDuration) init() {
 	m.data.SetName("ct.rule.duration")
-	m.data.SetDescription("Duration of the build's rule spans (below no other rule). Exemplars: the slowest rule span of each bucket, per build.")
+	m.data.SetDescription("Duration of the build's rule spans (below no other rule). Exemplars: per bucket, the rule span that regressed most against its target's compile history (history.enabled), else the slowest, per build.")
 	m.data.SetUnit("s")
 	m.data.SetEmptyHistogram()
 	m.data.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)

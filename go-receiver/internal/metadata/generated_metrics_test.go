@@ -473,7 +473,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["ct.rule.duration"] = true
 					assert.Equal(t, pmetric.MetricTypeHistogram, mi.Type())
 					assert.Equal(t, 1, mi.Histogram().DataPoints().Len())
-					assert.Equal(t, "Duration of the build's rule spans (below no other rule). Exemplars: the slowest rule span of each bucket, per build.", mi.Description())
+					assert.Equal(t, "Duration of the build's rule spans (below no other rule). Exemplars: per bucket, the rule span that regressed most against its target's compile history (history.enabled), else the slowest, per build.", mi.Description())
 					assert.Equal(t, "s", mi.Unit())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Histogram().AggregationTemporality())
 					dp := mi.Histogram().DataPoints().At(0)

@@ -6,7 +6,8 @@
 //!   the build failed (no point for success or an undecided build);
 //! * `ct.rule.duration` — histogram, s, one observation per rule span, by
 //!   `ct.rule_type`, `ct.rule.cache_layer` (compile rules) and `ct.variant`;
-//!   exemplars = the slowest rule span of every bucket;
+//!   exemplars = per bucket, the rule span that regressed most against its
+//!   target's compile history, else the slowest;
 //! * `ct.compiles` — monotonic Sum, compile rules by `ct.rule.cache_layer`
 //!   (`cas`, `ccache`, `compiled`, `other`: all four, zeros included, so a
 //!   ratio is defined from the first build), and `ct.variant`;
@@ -42,6 +43,7 @@ use super::histogram::{HistogramAccumulator, SpanRef};
 use super::scope::{scope, SCOPE_NAME};
 use super::semconv::{ERROR_TYPE, PIPELINE_NAME, PIPELINE_RESULT};
 use crate::analytics::BuildSummary;
+use crate::history::HistoryFacts;
 use crate::ids::SpanIds;
 use crate::timing::{build_result, Build, BuildResult, Clock, Event, CACHE_LAYER_KEY};
 
@@ -108,6 +110,9 @@ pub struct BuildMetricsInput<'x> {
     pub max_attribute_len: u32,
     /// The build analytics' root numbers; `None` when no rule counted.
     pub analytics: Option<&'x BuildSummary>,
+    /// The compile history's numbers of the build: a rule that regressed
+    /// is its bucket's `ct.rule.duration` exemplar.
+    pub history: Option<&'x HistoryFacts>,
 }
 
 /// The build's scope of build metrics and its number of data points.
@@ -283,7 +288,8 @@ impl RuleSeries {
                         &mut series.durations.last_mut().expect("just pushed").1
                     }
                 };
-                h.record(seconds, span);
+                let delta = input.history.and_then(|h| h.rule(rule.id())?.duration_delta_s);
+                h.record_with_delta(seconds, span, delta);
             },
         );
         series

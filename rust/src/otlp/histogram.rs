@@ -1,12 +1,17 @@
 //! One explicit-bucket histogram point built from observations that each
-//! belong to a span, keeping as exemplars the slowest observation of every
-//! bucket (at most one exemplar per bucket: OpenMetrics shows one per
-//! bucket, and the slowest is the one worth a click).
+//! belong to a span, keeping one exemplar per bucket (OpenMetrics shows one
+//! per bucket): the largest regression of the bucket where the compile
+//! history gave one (`ct.rule.duration_delta_s` > 0, which the exemplar
+//! carries as a filtered attribute), else the slowest observation — the
+//! one worth a click.
 //!
 //! Buckets follow OTLP: bucket `i` counts values in
 //! `(bounds[i-1], bounds[i]]`, the last one everything above the last bound.
 
 use opentelemetry_proto::tonic::common::v1::KeyValue;
+
+use super::attributes::AttrBuilder;
+use super::history::RULE_DURATION_DELTA_S;
 use opentelemetry_proto::tonic::metrics::v1::exemplar::Value as ExemplarValue;
 use opentelemetry_proto::tonic::metrics::v1::{Exemplar, HistogramDataPoint};
 
@@ -19,11 +24,26 @@ pub struct SpanRef {
     pub time_unix_nano: u64,
 }
 
-/// The slowest observation of one bucket so far.
+/// The exemplar of one bucket so far.
 #[derive(Debug, Clone, Copy)]
 struct Slowest {
     value: f64,
     span: SpanRef,
+    /// The observation's regression (duration − its target's median), if
+    /// positive.
+    regression: Option<f64>,
+}
+
+impl Slowest {
+    /// Regressions first (the largest), then the slowest.
+    fn beats(&self, other: &Slowest) -> bool {
+        match (self.regression, other.regression) {
+            (Some(a), Some(b)) => a > b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => self.value > other.value,
+        }
+    }
 }
 
 /// Accumulates the observations of one point.
@@ -54,6 +74,13 @@ impl HistogramAccumulator {
     /// Adds one observation (a non-finite value is not a duration and is
     /// ignored). On a tie the earlier observation stays the exemplar.
     pub fn record(&mut self, value: f64, span: SpanRef) {
+        self.record_with_delta(value, span, None);
+    }
+
+    /// [`record`](Self::record) of a rule whose duration differs by
+    /// `delta` seconds from its target's usual one (compile history); a
+    /// positive delta is a regression and wins its bucket's exemplar.
+    pub fn record_with_delta(&mut self, value: f64, span: SpanRef, delta: Option<f64>) {
         if !value.is_finite() {
             return;
         }
@@ -63,9 +90,14 @@ impl HistogramAccumulator {
         self.sum += value;
         self.min = self.min.min(value);
         self.max = self.max.max(value);
+        let candidate = Slowest {
+            value,
+            span,
+            regression: delta.filter(|d| d.is_finite() && *d > 0.0),
+        };
         let slot = &mut self.slowest[bucket];
-        if slot.is_none_or(|s| value > s.value) {
-            *slot = Some(Slowest { value, span });
+        if slot.is_none_or(|s| candidate.beats(&s)) {
+            *slot = Some(candidate);
         }
     }
 
@@ -85,11 +117,18 @@ impl HistogramAccumulator {
             .into_iter()
             .flatten()
             .map(|s| Exemplar {
+                filtered_attributes: s
+                    .regression
+                    .map(|d| {
+                        let mut a = AttrBuilder::with_capacity(0, 1);
+                        a.double(RULE_DURATION_DELTA_S, d);
+                        a.finish().0
+                    })
+                    .unwrap_or_default(),
                 time_unix_nano: s.span.time_unix_nano,
                 span_id: s.span.span_id.to_vec(),
                 trace_id: s.span.trace_id.to_vec(),
                 value: Some(ExemplarValue::AsDouble(s.value)),
-                ..Default::default()
             })
             .collect();
         let observed = self.count > 0;
@@ -121,6 +160,30 @@ mod tests {
             span_id: [n; 8],
             time_unix_nano: u64::from(n),
         }
+    }
+
+    #[test]
+    fn a_regression_is_its_buckets_exemplar_over_a_slower_rule() {
+        let mut h = HistogramAccumulator::new(BOUNDS);
+        // Bucket (1, 2]: 1.9 s is the slowest, 1.2 s and 1.1 s regressed
+        // (0.4 s and 0.7 s over their targets' medians), 1.8 s got faster.
+        h.record_with_delta(1.9, span(1), None);
+        h.record_with_delta(1.2, span(2), Some(0.4));
+        h.record_with_delta(1.1, span(3), Some(0.7));
+        h.record_with_delta(1.8, span(4), Some(-0.5));
+        // Bucket (2, inf): no regression, the slowest wins.
+        h.record_with_delta(3.0, span(5), Some(-1.0));
+        h.record_with_delta(4.0, span(6), None);
+        let p = h.into_point(Vec::new(), 1, 2);
+        let ex: Vec<(u8, Vec<String>)> = p
+            .exemplars
+            .iter()
+            .map(|e| {
+                let keys = e.filtered_attributes.iter().map(|kv| kv.key.clone()).collect();
+                (e.span_id[0], keys)
+            })
+            .collect();
+        assert_eq!(ex, [(3, vec![RULE_DURATION_DELTA_S.to_owned()]), (6, Vec::new())]);
     }
 
     #[test]

@@ -220,14 +220,15 @@ fn read_build(
         } else {
             analytics::BuildAnalytics::default()
         };
+        let analytics = analytics.with_history(history);
         if ccache_metrics || wanted.build_metrics {
             let log = ccache.as_ref().filter(|_| wanted.metrics);
-            let build_metrics = wanted.build_metrics.then_some((&build, analytics.summary()));
+            let build_metrics = wanted.build_metrics.then_some((&build, &analytics));
             let (bytes, points) = encode_metrics(req, log, build_metrics, &id, &mut warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
         }
-        if let Some(facts) = history.as_ref().filter(|_| wanted.metrics) {
+        if let Some(facts) = analytics.history().filter(|_| wanted.metrics) {
             output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
         }
         if wanted.traces {
@@ -237,7 +238,7 @@ fn read_build(
                 snapshot: wanted.snapshot,
                 id,
                 text_len,
-                analytics: analytics.with_history(history),
+                analytics,
                 warnings,
             });
             return Ok(ReadBuild { trace });
@@ -321,7 +322,7 @@ fn append_time_saved(
 fn encode_metrics(
     req: &BuildRequest,
     ccache: Option<&Statslog>,
-    build: Option<(&Build, Option<&analytics::BuildSummary>)>,
+    build: Option<(&Build, &analytics::BuildAnalytics)>,
     id: &Identity,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, u64) {
@@ -365,7 +366,8 @@ fn encode_metrics(
                 AggregationTemporality::Delta
             },
             max_attribute_len,
-            analytics,
+            analytics: analytics.summary(),
+            history: analytics.history(),
         };
         let (scope, n) = build_scope_metrics(&input);
         scope_metrics.push(scope);
