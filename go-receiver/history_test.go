@@ -185,3 +185,24 @@ func TestHistoryConfigValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// With the history on, a backlog is read one build at a time whatever
+// max_concurrent_builds says: the hit, read after its compile's build was
+// committed, gets its time saved (read at once, it would not see it).
+func TestHistoryReadsABacklogOneBuildAtATime(t *testing.T) {
+	parent := t.TempDir()
+	historyBuild(t, parent, 1, 3.0, false)
+	historyBuild(t, parent, 2, 0.5, true)
+	sink := &traceKeeper{}
+	cfg := testConfig(parent)
+	cfg.History.Enabled = true
+	if cfg.MaxConcurrentBuilds < 2 {
+		t.Fatalf("the default max_concurrent_builds is %d; this test needs more than one", cfg.MaxConcurrentBuilds)
+	}
+	startTraces(t, cfg, sink)
+	waitFor(t, "both builds", func() bool { return sink.roots() >= 2 })
+	saved, ok := sink.attr("compile.s/a.cpp", "ct.rule.time_saved_s")
+	if !ok || saved < 2.5-1e-6 || saved > 2.5+1e-6 {
+		t.Fatalf("ct.rule.time_saved_s = %v (present %t), want 2.5", saved, ok)
+	}
+}

@@ -125,13 +125,24 @@ func (r *compiletoolsReceiver) stillPostProcessing(b discovery.Build, now time.T
 	return false
 }
 
+// buildConcurrency is how many builds are read at once: max_concurrent_builds,
+// or one with the compile history, whose numbers are exact on a re-read only
+// when builds settle in start order (README "Re-reads give the same
+// numbers"), which oldest-first processing gives one build at a time.
+func (r *compiletoolsReceiver) buildConcurrency() int {
+	if r.history != nil {
+		return 1
+	}
+	return r.cfg.MaxConcurrentBuilds
+}
+
 // processAll runs builds through the core and the consumers with at most
 // max_concurrent_builds at once. After a retryable consumer error (typically
 // an exporter queue that is full) it starts no more builds this poll: the
 // pipeline is congested, and the rest waits for the next poll instead of
 // each failing and backing off in turn.
 func (r *compiletoolsReceiver) processAll(ctx context.Context, builds []discovery.Build) {
-	sem := make(chan struct{}, r.cfg.MaxConcurrentBuilds)
+	sem := make(chan struct{}, r.buildConcurrency())
 	var wg sync.WaitGroup
 	var congested atomic.Bool
 	for _, b := range builds {
