@@ -38,6 +38,10 @@ type buildLedger struct {
 	gitCommit GitCommitConfig
 	logger    *zap.Logger
 	now       func() time.Time
+	// writeFailed counts a checkpoint write that failed (nil: not counted):
+	// the build is then remembered in memory only, so the log's error is
+	// not the only trace of it on a host whose logs are sampled.
+	writeFailed func(context.Context)
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
@@ -249,6 +253,9 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 	rec := checkpoint.Record{State: state, Signals: uint32(signals), TimingModNs: id.ModNs, TimingSize: id.Size, At: l.now().UnixNano()}
 	if err := l.store.Put(wctx, b.Dir, rec); err != nil {
 		l.logger.Error("cannot write checkpoint; the build may be sent again after a restart", zap.String("path", b.Dir), zap.Error(err))
+		if l.writeFailed != nil {
+			l.writeFailed(wctx)
+		}
 	}
 	l.mu.Lock()
 	delete(l.open, b.Dir)

@@ -182,6 +182,7 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 	}
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
+	r.ledger.writeFailed = func(ctx context.Context) { r.telemetry.ReceiverCompiletoolsCheckpointWriteFailures.Add(ctx, 1) }
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}
 	r.casWarned = map[string]map[string]bool{}
