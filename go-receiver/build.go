@@ -41,6 +41,9 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 		if code == ffi.CodeCancelled {
 			return true // shutting down: the build is taken up again after a restart
 		}
+		if r.deferUnreadable(ctx, b, err) {
+			return true
+		}
 		r.logger.Warn("cannot read build; skipping it",
 			zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
 			zap.String("reason", code.String()),

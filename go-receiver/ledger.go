@@ -63,6 +63,7 @@ type openBuild struct {
 	gitChecked   bool
 	warned       buildProblem // problems already logged: warn once, not every poll
 	finishedSeen time.Time    // first poll that found its timing.json (monotonic)
+	rechecks     int          // attempts that found its timing.json unreadable
 }
 
 // buildProblem is a kind of problem an open build can have.
@@ -230,6 +231,20 @@ func (l *buildLedger) retryLater(dir string, delivered ffi.Signals, traces trace
 		p.nextAttempt = now.Add(backoff(rc, p.attempts))
 	})
 	return ok
+}
+
+// recheckLater books the next attempt of a build whose timing.json cannot
+// be read yet, on the retry backoff but without its time budget.
+func (l *buildLedger) recheckLater(dir string) {
+	rc := l.retry
+	if rc.MaxInterval <= 0 || rc.MaxInterval > maxRecheckInterval {
+		rc.MaxInterval = maxRecheckInterval // a fix must not wait for hours
+	}
+	now := l.now()
+	l.update(dir, func(p *openBuild) {
+		p.rechecks++
+		p.nextAttempt = now.Add(backoff(rc, p.rechecks))
+	})
 }
 
 // backoff is the delay before attempt n+1 after n failures.

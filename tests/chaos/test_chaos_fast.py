@@ -62,6 +62,10 @@ def test_permissions_as_non_root(binary, tmp_path):
     assert all(n == 1 for n in p["per_path"].values()), p["per_path"]
     assert p["steady_lines_per_poll"] == 0, p
     assert p["path_problems"] and p["parse_failures"], p
+    # Once readable, every one of them arrives, once, with no new warning
+    # (per_path above counts the whole log).
+    assert p["bad_delivered_after_fix"] == p["unreadable"], p
+    assert p["duplicates_after_fix"] == 0, p
 
 
 @pytest.mark.parametrize("mode", ["full", "ro"])
