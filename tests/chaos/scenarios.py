@@ -338,6 +338,10 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
             wait_all(half)
             resent_during, _ = harness.Deliveries([sink]).duplicates()
             if mode == "full":
+                # Every failed write is counted, not only logged.
+                counted_full = harness.self_metric(procs[0], "receiver_compiletools_checkpoint_write_failures")
+                logged_full = sum(1 for line in procs[0].stderr_text().splitlines()
+                                  if "cannot write checkpoint" in line)
                 (mount / "filler").unlink()
             else:
                 procs[0].stop()
@@ -376,7 +380,8 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
     harness.rmtree(root)
     if mode == "full":
         label = "state + capture disk full (ENOSPC), then room again, restart"
-        extra = f"checkpoint write errors: {checkpoint_errors}"
+        extra = (f"checkpoint write errors: {checkpoint_errors}; "
+                 f"checkpoint_write_failures self-metric while full: {counted_full:g} of {logged_full} logged")
     else:
         label = "capture dir read-only; state read-only at a restart, then writable"
         extra = f"capture warnings: {capture_warnings}; start on read-only state: {refused}"

@@ -77,6 +77,8 @@ def test_disk_fault(binary, tmp_path, mode):
     assert "re-sent while faulty: 0;" in r["notes"], r
     if mode == "full":
         assert "checkpoint write errors: 0;" not in r["notes"], r   # the disk was really full
+        counted, logged = r["notes"].split("self-metric while full: ")[1].split(";")[0].split(" of ")
+        assert float(counted) == int(logged.split()[0]) > 0, r       # each failed write counted
     else:
         assert "refused: read-only file system" in r["notes"], r     # refused with a clear reason
         assert "capture warnings: 0;" not in r["notes"], r
