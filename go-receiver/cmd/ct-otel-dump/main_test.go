@@ -76,11 +76,6 @@ func collected(t *testing.T, dir string) ptrace.Traces {
 	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
 	deadline := time.Now().Add(15 * time.Second)
 	for len(sink.AllTraces()) == 0 {
 		if time.Now().After(deadline) {
@@ -89,6 +84,11 @@ func collected(t *testing.T, dir string) ptrace.Traces {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond) // the rest of a trace cut into several requests
+	// Stopped first: the receiver still reads what it handed over until
+	// Shutdown returns.
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	all := ptrace.NewTraces()
 	for _, td := range sink.AllTraces() {
 		td.ResourceSpans().MoveAndAppendTo(all.ResourceSpans())
