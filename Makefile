@@ -101,6 +101,7 @@ $(MDATAGEN):
 generate: $(MDATAGEN)
 	mkdir -p $(BUILD_DIR)/gen && ln -sfn $(abspath go-receiver) $(BUILD_DIR)/gen/compiletoolsreceiver
 	cd $(BUILD_DIR)/gen/compiletoolsreceiver && $(abspath $(MDATAGEN)) metadata.yaml
+	deploy/mdatagen/histogram-points.pl go-receiver/internal/metadata/generated_metrics.go go-receiver/internal/metadata/generated_metrics_test.go
 
 ## collector: the custom collector distribution (ocb-manifest.yaml)
 collector: rust $(OCB)
@@ -216,6 +217,12 @@ ct-otel-dump: rust
 ## bench-receiver: idle cost with 10k watched builds, rename→sink latency, backlog throughput
 bench-receiver: collector venv
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/perf/receiver_bench.py all
+
+## bench-live: live builds — CPU per read with 50 running builds, and block-to-sink latency with the default intervals
+.PHONY: bench-live
+bench-live: collector venv
+	cd go-receiver && go test -run '^$$' -bench LiveTick -benchtime 200x -count 3 .
+	CT_LIVE_INTERVAL=1s CT_LIVE_POLL_INTERVAL=5s OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q -s tests/e2e/test_live_builds.py
 
 clean:
 	cargo clean
@@ -346,3 +353,29 @@ test-contrib-dist: contrib-dist venv
 
 test: test-contrib-dist
 # --- end another distribution ---
+
+# --- the Grafana dashboard against a real Prometheus (deploy/grafana/, tests/prometheus/) ---
+#   make test-prometheus    Debian's prometheus scrapes the collector's prometheus exporter
+#                           after corpus builds; every dashboard query must return data
+#   make dashboard-picture  the same run, then deploy/grafana/panels.png drawn from its data
+.PHONY: deps-prometheus test-prometheus venv-picture dashboard-picture
+
+## deps-prometheus: Debian's prometheus package (apt, as root)
+deps-prometheus:
+	tests/prometheus/install-deps.sh
+
+test-prometheus: collector venv deps-prometheus
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/prometheus
+
+test: test-prometheus
+
+$(VENV)/.installed-picture: $(VENV)/.installed tests/prometheus/requirements-picture.txt
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r tests/prometheus/requirements-picture.txt
+	touch $@
+
+venv-picture: $(VENV)/.installed-picture
+
+dashboard-picture: collector venv-picture deps-prometheus
+	CT_DASHBOARD_PICTURE=$(abspath deploy/grafana/panels.png) OTELCOL_BIN=$(abspath $(COLLECTOR)) \
+	  $(PYTHON) -m pytest -q tests/prometheus
+# --- end dashboard ---

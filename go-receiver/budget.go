@@ -51,11 +51,12 @@ func (p *parseBudget) acquire(ctx context.Context, bytes int64) (release func(),
 }
 
 // inputBytes is what the core will read for a build: its timing.json (as
-// discovered) and the side files of the request, stat'ed now. A side file
-// that cannot be stat'ed counts zero (the core skips or warns about it).
+// discovered), the side files and the build graph of the request, stat'ed
+// now. A file that cannot be stat'ed counts zero (the core skips or warns
+// about it; so does a graph path with a {variant} only the core resolves).
 func inputBytes(b discovery.Build, req ffi.Request) int64 {
 	n := b.Size
-	for _, p := range []string{req.StatslogPath, req.OutcomesPath} {
+	for _, p := range []string{req.StatslogPath, req.OutcomesPath, req.BuildGraphPath} {
 		if p == "" {
 			continue
 		}

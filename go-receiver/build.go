@@ -2,6 +2,7 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +18,8 @@ import (
 )
 
 // processBuild parses one build once and hands it to every consumer not
-// served yet (a trace as several bounded requests, see splitTraces); it
+// served yet: the trace as a stream of bounded requests the core encodes
+// one at a time (see consumeTraceStream), the metrics in one request; it
 // checkpoints the build only after every request was accepted.
 // It returns false when a consumer asked to retry later (congestion).
 func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Build) bool {
@@ -34,24 +36,14 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	if err != nil {
 		return true // shutting down: the build is taken up again after a restart
 	}
-	defer release() // the pdata lives until every consumer returned
-	res, err := ffi.Process(ctx, req)
+	defer release() // the core's model lives until the last request went out
+	res, stream, err := ffi.Open(ctx, req, r.cfg.MaxRequestSpans)
+	defer stream.Close()
 	if err != nil {
-		code := ffi.CodeOf(err)
-		if code == ffi.CodeCancelled {
-			return true // shutting down: the build is taken up again after a restart
-		}
 		if r.deferUnreadable(ctx, b, err) {
-			return true
+			return true // permission denied: tried again until readable
 		}
-		r.logger.Warn("cannot read build; skipping it",
-			zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
-			zap.String("reason", code.String()),
-			zap.Error(err))
-		r.telemetry.parseFailure(ctx, code.String())
-		r.telemetry.build(ctx, outcomeFailed)
-		r.ledger.settle(ctx, b, checkpoint.Failed, 0)
-		return true
+		return r.unreadable(ctx, b, err, 0)
 	}
 	for _, w := range res.Warnings {
 		r.logger.Warn("build read with a problem", zap.String("path", b.Dir), zap.String("warning", w))
@@ -73,12 +65,27 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 			r.logger.Debug("consumer failed; retrying later", zap.String("path", b.Dir), zap.Error(err))
 		}
 	}
-	progress, tracesErr, metricsErr := r.consume(ctx, want, res.Output, open.traces)
-	if want&ffi.SignalTraces != 0 {
+	progress := open.traces
+	if want&ffi.SignalTraces != 0 && stream != nil {
+		var tracesErr error
+		progress, tracesErr = r.consumeTraceStream(ctx, stream, open.traces)
+		var coreErr *ffi.Error
+		if errors.As(tracesErr, &coreErr) {
+			// The core failed in the middle of the trace: what went out
+			// stays delivered, the rest of the build is unreadable.
+			return r.unreadable(ctx, b, coreErr, open.delivered)
+		}
 		record(ffi.SignalTraces, tracesErr)
 	}
-	if want&ffi.SignalMetrics != 0 {
-		record(ffi.SignalMetrics, metricsErr)
+	if want&ffi.SignalMetrics != 0 && res.HasMetrics {
+		record(ffi.SignalMetrics, r.consumeMetrics(ctx, res.Metrics))
+	}
+	// A signal without output (no trace asked, no ccache data) is done.
+	if want&ffi.SignalTraces != 0 && stream == nil {
+		record(ffi.SignalTraces, nil)
+	}
+	if want&ffi.SignalMetrics != 0 && !res.HasMetrics {
+		record(ffi.SignalMetrics, nil)
 	}
 
 	if retry && r.ledger.retryLater(b.Dir, delivered, progress) {
@@ -100,6 +107,25 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	return true
 }
 
+// unreadable settles a build the core could not read (or stopped reading
+// in the middle of its trace): a warning, a parse failure counted, the
+// build checkpointed as failed. A cancelled call (shutdown) settles
+// nothing: the build is taken up again after a restart.
+func (r *compiletoolsReceiver) unreadable(ctx context.Context, b discovery.Build, err error, delivered ffi.Signals) bool {
+	code := ffi.CodeOf(err)
+	if code == ffi.CodeCancelled {
+		return true
+	}
+	r.logger.Warn("cannot read build; skipping it",
+		zap.String("path", filepath.Join(b.Dir, discovery.TimingFile)),
+		zap.String("reason", code.String()),
+		zap.Error(err))
+	r.telemetry.parseFailure(ctx, code.String())
+	r.telemetry.build(ctx, outcomeFailed)
+	r.ledger.settle(ctx, b, checkpoint.Failed, delivered)
+	return true
+}
+
 func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, signals ffi.Signals, open openBuild) ffi.Request {
 	req := ffi.Request{
 		InvocationDir:  b.Dir,
@@ -111,8 +137,12 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		VCS:            open.vcs,
 		PipelineName:   r.pipelineName(b, open.workTree),
 		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
+		History:        r.history.handle(),
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
+		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),
+		// The compatibility switch keeps ct-cake's per-build series.
+		HostMetricIdentity: !r.cfg.PerBuildMetricIdentity,
 		Limits: ffi.Limits{
 			MaxFileBytes:    uint64(r.cfg.Limits.MaxFileSize),
 			MaxEvents:       uint64(r.cfg.Limits.MaxEvents),
@@ -123,6 +153,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 	if req.StatslogPath == "" {
 		req.StatslogPath = r.mappedStatslog(b.Dir)
 	}
+	req.BuildGraphPath = r.mappedBuildGraph(b.Dir)
 	req.ResourceAttributes = r.userAttributes()
 	return req
 }
@@ -179,6 +210,17 @@ func (r *compiletoolsReceiver) sideFile(ctx context.Context, dir, name string) s
 	}
 	if r.capturer != nil {
 		return r.capturer.Path(dir, name)
+	}
+	return ""
+}
+
+// mappedBuildGraph returns the configured build file of a build (the first
+// matching analytics.build_graphs entry).
+func (r *compiletoolsReceiver) mappedBuildGraph(dir string) string {
+	for _, m := range r.cfg.Analytics.BuildGraphs {
+		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
+			return m.Path
+		}
 	}
 	return ""
 }

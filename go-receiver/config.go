@@ -13,12 +13,20 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
 
 // Root span kinds (`root_span_kind`).
 const (
 	RootSpanInternal = "internal"
 	RootSpanServer   = "server"
+)
+
+// Temporalities of the metric series the host's builds share
+// (`metrics_temporality`).
+const (
+	MetricsTemporalityCumulative = "cumulative"
+	MetricsTemporalityDelta      = "delta"
 )
 
 // Start positions for builds that exist when the receiver first starts
@@ -83,12 +91,34 @@ type Config struct {
 	RootSpanKind string `mapstructure:"root_span_kind"`
 	// MetricsAsSpans emits ccache snapshots as spans instead of metrics.
 	MetricsAsSpans bool `mapstructure:"metrics_as_spans"`
+	// Metrics are mdatagen's per-metric switches
+	// (`metrics: {<name>: {enabled: false}}`, metadata.yaml).
+	Metrics metadata.MetricsConfig `mapstructure:"metrics"`
+	// ResourceAttributeSwitches are mdatagen's resource attribute switches,
+	// written `resource_attributes: {<key>: {enabled: false}}` (a map of
+	// strings under that key is the deprecated spelling of `resource`);
+	// decoded by Unmarshal (config_switches.go).
+	ResourceAttributeSwitches metadata.ResourceAttributesConfig `mapstructure:"-"`
+	// PerBuildMetricIdentity makes every build's metrics their own series,
+	// as ct-cake sends them (the compatibility switch); by default the
+	// host's builds share series.
+	PerBuildMetricIdentity bool `mapstructure:"per_build_metric_identity"`
+	// MetricsTemporality is how shared series leave the receiver:
+	// "cumulative" (summed over the builds since the receiver started) or
+	// "delta" (each build's own numbers).
+	MetricsTemporality string `mapstructure:"metrics_temporality"`
 	// GitCommit controls `git.commit.sha`.
 	GitCommit GitCommitConfig `mapstructure:"git_commit"`
 	// Capture keeps ct-cake's transient files of running builds.
 	Capture CaptureConfig `mapstructure:"capture"`
 	// CAS configures periodic scans of compiletools' CAS stores.
 	CAS CASConfig `mapstructure:"cas"`
+	// History keeps per-target compile times across builds (history_config.go).
+	History HistoryConfig `mapstructure:"history"`
+	// Live sends the progress of running builds as log records.
+	Live LiveConfig `mapstructure:"live"`
+	// Analytics configures the build analytics.
+	Analytics AnalyticsConfig `mapstructure:"analytics"`
 
 	// deprecatedKeys are the deprecated spellings the configuration used,
 	// each with its replacement, for the receiver to warn about.
@@ -142,6 +172,25 @@ type CaptureConfig struct {
 // StatslogMapping: builds whose invocation directory matches Include use
 // the statslog at Path.
 type StatslogMapping struct {
+	Include string `mapstructure:"include"`
+	Path    string `mapstructure:"path"`
+
+	_ struct{}
+}
+
+// AnalyticsConfig: where the dependency graph of a build is, for an exact
+// critical path (ninja and make backends); without it the path is estimated.
+type AnalyticsConfig struct {
+	// BuildGraphs maps builds to their generated build.ninja or Makefile.
+	BuildGraphs []BuildGraphMapping `mapstructure:"build_graphs"`
+
+	_ struct{}
+}
+
+// BuildGraphMapping: builds whose invocation directory matches Include
+// have their dependency graph in Path ("{variant}" stands for the build's
+// variant, e.g. <ws>/bin/{variant}/Makefile).
+type BuildGraphMapping struct {
 	Include string `mapstructure:"include"`
 	Path    string `mapstructure:"path"`
 
@@ -221,9 +270,15 @@ func createDefaultConfig() *Config {
 		MaxBuildsPerPoll:    100,
 		MaxRequestSpans:     defaultMaxRequestSpans,
 		ServiceName:         "compiletools",
+		Metrics:             metadata.DefaultMetricsConfig(),
+		MetricsTemporality:  MetricsTemporalityCumulative,
 		GitCommit:           GitCommitConfig{Enabled: true, MaxLag: 30 * time.Second},
 		Capture:             CaptureConfig{Enabled: true},
 		CAS:                 CASConfig{ScanInterval: 5 * time.Minute, InitialDelay: 10 * time.Second},
+		History:             defaultHistoryConfig(),
+
+		ResourceAttributeSwitches: metadata.DefaultResourceAttributesConfig(),
+		Live:                      defaultLiveConfig(),
 	}
 }
 
@@ -291,6 +346,9 @@ func (c *Config) Validate() error {
 			add("resource_attributes: %q: keys and values must not contain NUL bytes", k)
 		}
 	}
+	if c.MetricsTemporality != MetricsTemporalityCumulative && c.MetricsTemporality != MetricsTemporalityDelta {
+		add("metrics_temporality: must be %q or %q, got %q", MetricsTemporalityCumulative, MetricsTemporalityDelta, c.MetricsTemporality)
+	}
 	if c.RootSpanKind != RootSpanInternal && c.RootSpanKind != RootSpanServer {
 		add("root_span_kind: must be %q or %q, got %q", RootSpanInternal, RootSpanServer, c.RootSpanKind)
 	}
@@ -304,6 +362,14 @@ func (c *Config) Validate() error {
 		}
 		if m.Path == "" {
 			add("capture.statslogs[%d].path: must not be empty", i)
+		}
+	}
+	for i, m := range c.Analytics.BuildGraphs {
+		if m.Include == "" || !doublestar.ValidatePathPattern(m.Include) {
+			add("analytics.build_graphs[%d].include: invalid glob %q", i, m.Include)
+		}
+		if m.Path == "" || strings.ContainsRune(m.Path, 0) {
+			add("analytics.build_graphs[%d].path: must be a non-empty path", i)
 		}
 	}
 	checkStores := func(key string, stores []CASStore) {
@@ -330,5 +396,7 @@ func (c *Config) Validate() error {
 	if c.CAS.MaxThreads < 0 || c.CAS.MaxThreads > maxCASThreads {
 		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)
 	}
+	errs = append(errs, c.History.validate()...)
+	errs = append(errs, c.Live.validate()...)
 	return errors.Join(errs...)
 }

@@ -26,6 +26,10 @@ var configAliases = []configAlias{
 // new spelling wins over the default, the old one still works (with a
 // warning at start), and both at once is an error, whatever the values.
 func (c *Config) Unmarshal(conf *confmap.Conf) error {
+	conf, err := c.takeResourceAttributeSwitches(conf)
+	if err != nil {
+		return err
+	}
 	if err := conf.Unmarshal(c); err != nil {
 		return err
 	}

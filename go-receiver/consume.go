@@ -2,6 +2,7 @@ package compiletoolsreceiver
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -26,8 +27,9 @@ func (r *compiletoolsReceiver) consumedSignals() ffi.Signals {
 }
 
 // traceProgress is how far the delivery of one trace got: the number of
-// its requests (splitTraces' cut) the traces consumer accepted, and what
-// identifies the cut, so a re-read that would cut differently starts over.
+// its requests (the core's chunks, or splitTraces' cut of a CAS snapshot)
+// the traces consumer accepted, and what identifies the cut, so a re-read
+// that would cut differently starts over.
 type traceProgress struct {
 	requests int
 	spans    int
@@ -76,8 +78,21 @@ func (r *compiletoolsReceiver) consumeTraces(ctx context.Context, td ptrace.Trac
 }
 
 // consumeMetrics hands metrics to the metrics consumer in one request
-// inside an ObsReport operation: a build's metrics are a few points.
+// inside an ObsReport operation: a build's metrics are a few points. The
+// disabled metrics and resource attributes are dropped first, and the
+// series a host's builds share are made cumulative when so configured.
 func (r *compiletoolsReceiver) consumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	r.metricSwitches.apply(md)
+	if md.ResourceMetrics().Len() == 0 {
+		return nil // everything in it is disabled
+	}
+	if r.cumulative != nil {
+		return r.cumulative.deliver(md, func(md pmetric.Metrics) error { return r.sendMetrics(ctx, md) })
+	}
+	return r.sendMetrics(ctx, md)
+}
+
+func (r *compiletoolsReceiver) sendMetrics(ctx context.Context, md pmetric.Metrics) error {
 	octx := r.obsMetrics.StartMetricsOp(ctx)
 	err := r.metrics.ConsumeMetrics(octx, md)
 	r.obsMetrics.EndMetricsOp(octx, dataFormat, md.DataPointCount(), err)
@@ -94,4 +109,83 @@ func firstTraceID(td ptrace.Traces) pcommon.TraceID {
 		}
 	}
 	return pcommon.TraceID{}
+}
+
+// decodeAhead is how many chunks are encoded and decoded ahead of the one
+// being consumed: the core encodes chunk k+2 while chunks k+1 and k+2 are
+// decoded on other goroutines and chunk k is consumed, so pdata decoding,
+// the Go side's largest cost, uses every core. At most decodeAhead+2
+// chunks exist at once, as bytes or pdata; the whole trace never does.
+const decodeAhead = 2
+
+// decodedChunk is one chunk as pdata, or why it is not.
+type decodedChunk struct {
+	td  ptrace.Traces
+	err error
+}
+
+// consumeTraceStream hands a build's trace to the traces consumer as the
+// core's chunks (each at most max_request_spans spans), in order, each
+// inside its own ObsReport operation, and stops at the first error.
+// Chunks an earlier attempt of the same cut delivered (done) are neither
+// encoded nor sent again. It returns the progress made, done included,
+// and the error that stopped it: a consumer's, or an *ffi.Error when the
+// core failed (a panic, a cancelled call) or a chunk did not decode.
+func (r *compiletoolsReceiver) consumeTraceStream(ctx context.Context, stream *ffi.TraceStream, done traceProgress) (traceProgress, error) {
+	progress := traceProgress{spans: int(stream.Info.Spans), traceID: stream.Info.TraceID}
+	if done.spans == progress.spans && done.traceID == progress.traceID {
+		progress.requests = done.requests
+	}
+	// In chunk order: each chunk's decode result, filled by its own
+	// goroutine; the channel's capacity bounds the chunks in flight.
+	pending := make(chan chan decodedChunk, decodeAhead)
+	ectx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(pending)
+		for k := progress.requests; k < stream.Info.Chunks && ectx.Err() == nil; k++ {
+			result := make(chan decodedChunk, 1)
+			raw, err := stream.Encode(ectx, k)
+			if err != nil {
+				result <- decodedChunk{err: err}
+			} else {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					td, err := raw.Decode()
+					raw.Free()
+					result <- decodedChunk{td, err}
+				}()
+			}
+			pending <- result
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// On every way out: stop encoding, let the decodes in flight finish
+	// (each frees its chunk) and wait for them, so the caller may close
+	// the stream.
+	defer func() {
+		stop()
+		for range pending {
+		}
+		wg.Wait()
+	}()
+	for result := range pending {
+		c := <-result
+		if c.err != nil {
+			return progress, c.err
+		}
+		octx := r.obsTraces.StartTracesOp(ctx)
+		err := r.traces.ConsumeTraces(octx, c.td)
+		r.obsTraces.EndTracesOp(octx, dataFormat, c.td.SpanCount(), err)
+		if err != nil {
+			return progress, err
+		}
+		progress.requests++
+	}
+	return progress, nil
 }

@@ -110,6 +110,11 @@ func (c taggingMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) 
 					dps = m.Sum().DataPoints()
 				case pmetric.MetricTypeGauge:
 					dps = m.Gauge().DataPoints()
+				case pmetric.MetricTypeHistogram:
+					for _, p := range m.Histogram().DataPoints().All() {
+						p.Attributes().PutStr(receivertest.UniqueIDAttrName, id)
+					}
+					continue
 				default:
 					continue
 				}
@@ -164,6 +169,9 @@ func TestConsumeContractMetrics(t *testing.T) {
 	cfg.PollInterval = 10 * time.Millisecond
 	cfg.MaxBuildsPerPoll = 1000
 	cfg.Capture.Statslogs = []StatslogMapping{{Include: filepath.Join(parent, "*"), Path: statslog}}
+	// Each build its own series (service.instance.id names the build), so
+	// every point belongs to one generated build.
+	cfg.PerBuildMetricIdentity = true
 	receivertest.CheckConsumeContract(receivertest.CheckConsumeContractParams{
 		T:             t,
 		Factory:       taggingFactory{NewFactory()},

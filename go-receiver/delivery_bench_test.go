@@ -12,11 +12,11 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
-// BenchmarkBuildToConsumer is the Go side of one build as the receiver
-// runs it: the core through cgo, the pdata decode, the cut into
-// max_request_spans requests and their Consume calls (each inside an
+// BenchmarkBuildToConsumer is one build as the receiver runs it: the core
+// through cgo (ffi.Open, then one chunk of max_request_spans spans at a
+// time), the pdata decode of each chunk and its Consume call (inside an
 // ObsReport operation) to a no-op consumer. Compare with the Rust core
-// alone on the same directory (README, Known limits):
+// alone on the same directory (README, Large builds):
 //
 //	python3 rust/bench/inputs.py 100000
 //	CT_BENCH_TIMING_DIR=$PWD/target/bench-inputs/inv-100000/20260101T120000-4242 \
@@ -37,20 +37,25 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := testConfig(b.TempDir())
 			cfg.MaxRequestSpans = bc.maxSpans
+			// A 1M-rule build (609 MB) passes too: its peak RSS is the
+			// point of streaming (README, Large builds).
+			cfg.Limits.MaxFileSize = 1 << 30
+			cfg.Limits.MaxEvents = 2_000_000
 			r, _ := pollableReceiver(b, cfg, consumertest.NewNop())
 			ctx := context.Background()
 			req := r.request(ctx, discovery.Build{Dir: dir}, ffi.SignalTraces, openBuild{})
-			var consuming time.Duration // the cut and the Consume calls
+			var consuming time.Duration // from the open build to the last Consume
 			for b.Loop() {
-				res, err := ffi.Process(ctx, req)
-				if err != nil {
+				res, stream, err := ffi.Open(ctx, req, cfg.MaxRequestSpans)
+				if err != nil || !res.HasTraces {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				if _, tracesErr, _ := r.consume(ctx, ffi.SignalTraces, res.Output, traceProgress{}); tracesErr != nil {
-					b.Fatal(tracesErr)
+				if _, err := r.consumeTraceStream(ctx, stream, traceProgress{}); err != nil {
+					b.Fatal(err)
 				}
 				consuming += time.Since(start)
+				stream.Close()
 			}
 			b.ReportMetric(consuming.Seconds()*1000/float64(b.N), "consume-ms/op")
 		})

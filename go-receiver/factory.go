@@ -18,11 +18,13 @@ func NewFactory() receiver.Factory {
 		func() component.Config { return createDefaultConfig() },
 		receiver.WithTraces(createTraces, metadata.TracesStability),
 		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
+		receiver.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
 
 // One receiver instance serves every signal of one configured receiver, so
-// each build is read once and checkpointed once. The service hands the same
+// each build is read once and checkpointed once; the logs signal carries
+// the live progress of running builds (live.go). The service hands the same
 // *Config to every Create call of one receiver ID, which makes it the key.
 var instances = &instanceMap{m: map[*Config]*compiletoolsReceiver{}}
 
@@ -59,6 +61,14 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	r := instances.getOrCreate(cfg.(*Config), set)
 	if err := r.setMetricsConsumer(next); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	r := instances.getOrCreate(cfg.(*Config), set)
+	if err := r.setLogsConsumer(next); err != nil {
 		return nil, err
 	}
 	return r, nil

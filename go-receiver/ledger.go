@@ -42,6 +42,7 @@ type buildLedger struct {
 	// the build is then remembered in memory only, so the log's error is
 	// not the only trace of it on a host whose logs are sampled.
 	writeFailed func(context.Context)
+	history     *buildHistory // nil: disabled; committed to as builds settle
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
@@ -272,6 +273,7 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 			l.writeFailed(wctx)
 		}
 	}
+	l.history.settled(wctx, b.Dir)
 	l.mu.Lock()
 	delete(l.open, b.Dir)
 	l.mu.Unlock()

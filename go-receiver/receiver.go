@@ -36,6 +36,13 @@ type compiletoolsReceiver struct {
 	metrics    consumer.Metrics
 	obsTraces  *receiverhelper.ObsReport
 	obsMetrics *receiverhelper.ObsReport
+	// metricSwitches drop the metrics and resource attributes the
+	// configuration disables; cumulative, when set, sums the series the
+	// host's builds share (metrics_cumulative.go).
+	metricSwitches metricSwitches
+	cumulative     *cumulativeTotals
+	logs           consumer.Logs
+	obsLogs        *receiverhelper.ObsReport
 
 	// Set up in Start.
 	hostName  string
@@ -44,6 +51,10 @@ type compiletoolsReceiver struct {
 	capturer  *capture.Capturer
 	live      *liveCapture
 	telemetry *selfTelemetry
+	history   *buildHistory // nil: history disabled
+	// tracker follows running builds for the logs signal (live.go); nil
+	// without a logs pipeline or with live.enabled false.
+	tracker *liveTracker
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
 	// casFailingPools are the CAS pools whose listing failed and was
@@ -59,6 +70,7 @@ type compiletoolsReceiver struct {
 	done      chan struct{}
 	casDone   chan struct{}
 	liveDone  chan struct{}
+	trackDone chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -73,6 +85,9 @@ func newReceiver(cfg *Config, set receiver.Settings, onStop func()) *compiletool
 		finder: discovery.Finder{Include: cfg.Include, Exclude: cfg.Exclude},
 		onStop: onStop,
 		now:    time.Now,
+
+		metricSwitches: newMetricSwitches(cfg),
+		cumulative:     newCumulativeTotalsFor(cfg),
 	}
 }
 
@@ -126,6 +141,13 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 		go func() {
 			defer close(r.liveDone)
 			r.live.run(runCtx)
+		}()
+	}
+	if r.tracker != nil {
+		r.trackDone = make(chan struct{})
+		go func() {
+			defer close(r.trackDone)
+			r.tracker.run(runCtx)
 		}()
 	}
 	go r.run(runCtx)
@@ -183,6 +205,15 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.ledger.writeFailed = func(ctx context.Context) { r.telemetry.ReceiverCompiletoolsCheckpointWriteFailures.Add(ctx, 1) }
+	if r.history, err = openHistory(ctx, r.cfg.History, store, r.logger); err != nil {
+		_ = store.Close(ctx)
+		return err
+	}
+	r.ledger.history = r.history
+	if err := r.setUpLiveTracker(ctx, host); err != nil {
+		_ = store.Close(ctx)
+		return err
+	}
 	r.firstPoll = true
 	r.casFailingPools = map[string]bool{}
 	r.casWarned = map[string]map[string]bool{}
@@ -228,7 +259,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone, r.trackDone} {
 			if done == nil {
 				continue
 			}
@@ -240,7 +271,8 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			}
 		}
 		r.telemetry.shutdown()
-		err = r.ledger.close(ctx)
+		r.history.close()
+		err = errors.Join(r.ledger.close(ctx), r.tracker.close(ctx))
 	})
 	return err
 }

@@ -21,6 +21,10 @@ type liveCapture struct {
 	capturer *capture.Capturer
 	logger   *zap.Logger
 	onNew    func(n int)
+	// grown, when set (live.go), hears of new invocation directories and
+	// of writes to a running build's statslog, so live records need not
+	// wait for the next interval. Set before the watch goroutine starts.
+	grown liveListener
 
 	mu      sync.Mutex
 	parents map[string]bool
@@ -113,8 +117,14 @@ func (l *liveCapture) handle(ev fsnotify.Event) {
 	switch {
 	case inBuild && (name == capture.Statslog || name == capture.Outcomes):
 		l.observe(dir)
+		if name == capture.Statslog && l.grown != nil {
+			l.grown.statslogGrew()
+		}
 	case inParent && ev.Has(fsnotify.Create) && discovery.IsInvocationDirName(name):
 		l.watchBuild(ev.Name)
 		l.observe(ev.Name) // files created before the watch existed
+		if l.grown != nil {
+			l.grown.buildAppeared(ev.Name)
+		}
 	}
 }

@@ -3,7 +3,7 @@
 ours (`process_build`, traces only), on the same synthetic files.
 
     compare_ctcake.py [--rules 1000,10000,100000] [--runs 10] [--memory-only]
-                      [--skip-ctcake] [--venv DIR] [--out FILE]
+                      [--skip-ctcake] [--stream SPANS] [--venv DIR] [--out FILE]
 
 1. A virtualenv (default `<target>/bench-venv`) with
    `pip install 'compiletools[otel]==13.1.4'`, made once.
@@ -18,6 +18,8 @@ ours (`process_build`, traces only), on the same synthetic files.
 4. Ours: `cargo build --release --example timing_once`, then per file one
    run under `/usr/bin/time -v` (peak RSS of a process that handles the file
    once) and one `--runs N` run (best and median of N in one process).
+   With `--stream SPANS`, ours is the receiver's path instead: `open_build`
+   and every chunk of at most SPANS spans (`timing_once --stream SPANS`).
 5. A table, and all numbers as JSON (`<target>/bench-results/compare.json`).
 
 Every number is wall time on this machine now: run on an otherwise idle
@@ -124,13 +126,14 @@ def build_example():
     return exe
 
 
-def ours(exe, inv_dir, runs):
-    p = subprocess.run([TIME, "-v", exe, inv_dir, "--runs", "1"], capture_output=True, text=True)
+def ours(exe, inv_dir, runs, stream=None):
+    mode = ["--stream", str(stream)] if stream else []
+    p = subprocess.run([TIME, "-v", exe, inv_dir, "--runs", "1"] + mode, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"timing_once failed on {inv_dir}:\n{p.stderr}")
     once = json.loads(p.stdout.strip().splitlines()[-1])
     rss_kib = max_rss_kib(p.stderr)
-    p = subprocess.run([exe, inv_dir, "--runs", str(runs)], capture_output=True, text=True, check=True)
+    p = subprocess.run([exe, inv_dir, "--runs", str(runs)] + mode, capture_output=True, text=True, check=True)
     many = json.loads(p.stdout.strip().splitlines()[-1])
     return {
         "first_call_ms": once["best_ms"],
@@ -153,6 +156,8 @@ def main():
     ap.add_argument("--runs", type=int, default=10, help="our repeats per file (best/median of N)")
     ap.add_argument("--memory-only", action="store_true", help="ct-cake memory rows only (skip http)")
     ap.add_argument("--skip-ctcake", action="store_true", help="only our side (no venv, no PyPI)")
+    ap.add_argument("--stream", type=int, default=None, metavar="SPANS",
+                    help="time open_build and its chunks of SPANS spans (the receiver's path), not process_build")
     ap.add_argument("--venv", default=os.path.join(inputs.target_dir(), "bench-venv"))
     ap.add_argument("--out", default=os.path.join(inputs.target_dir(), "bench-results", "compare.json"))
     a = ap.parse_args()
@@ -173,7 +178,7 @@ def main():
     rows_ours = {}
     for f in files:
         log(f"ours: {f['rules']} rules")
-        rows_ours[f["rules"]] = ours(exe, f["invocation_dir"], a.runs)
+        rows_ours[f["rules"]] = ours(exe, f["invocation_dir"], a.runs, a.stream)
     after_ours = loadavg()
 
     ct = {}
@@ -187,7 +192,8 @@ def main():
             name = os.path.basename(f["file"])
             ct[f["rules"]] = {r["mode"]: r for r in rows if r["file"] == name}
 
-    print(f"\nct-cake {CT_VERSION} export path vs process_build (traces only); {started['cpus']} CPUs, "
+    what = f"open_build + chunks of {a.stream} spans" if a.stream else "process_build"
+    print(f"\nct-cake {CT_VERSION} export path vs {what} (traces only); {started['cpus']} CPUs, "
           f"load average {started['loadavg']} at start, {after_ours} after ours, {loadavg()} at end; "
           f"{started['utc']}")
     head = ("rules", "file MB", "ct-cake mem s", "ct-cake http s", "ours best ms", "ours median ms",
@@ -225,7 +231,7 @@ def main():
         print(f"  RSS ≤ 2× file:     {big['peak_rss_over_file']:.2f}× -> "
               f"{'met' if big['peak_rss_over_file'] <= 2 else 'NOT met'}")
     with open(a.out, "w") as fh:
-        json.dump({"started": started, "ended_loadavg": loadavg(), "ctcake_version": CT_VERSION,
+        json.dump({"started": started, "ended_loadavg": loadavg(), "ctcake_version": CT_VERSION, "stream": a.stream,
                    "rows": results}, fh, indent=2)
         fh.write("\n")
     log(f"\nresults: {a.out}")

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example process_one -- <invocation-dir> [--out FILE] [--metrics-out FILE]
-//!     [--statslog FILE] [--outcomes FILE] [--all-signals] [--metrics-as-spans] [--summary]
+//!     [--statslog FILE] [--outcomes FILE] [--build-graph FILE] [--all-signals] [--metrics-as-spans] [--summary]
 //! ```
 //!
 //! Traces only by default, as the receiver asks when only a traces consumer
@@ -20,7 +20,7 @@ use std::time::Instant;
 use compiletools_core::{process_build, BuildRequest, CancelToken, Signals};
 
 const USAGE: &str = "usage: process_one <invocation-dir> [--out FILE] [--metrics-out FILE] \
-[--statslog FILE] [--outcomes FILE] [--all-signals] [--metrics-as-spans] [--summary]";
+[--statslog FILE] [--outcomes FILE] [--build-graph FILE] [--all-signals] [--metrics-as-spans] [--summary]";
 
 fn vmhwm_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -35,6 +35,7 @@ struct Args {
     metrics_out: Option<PathBuf>,
     statslog: Option<PathBuf>,
     outcomes: Option<PathBuf>,
+    build_graph: Option<PathBuf>,
     all_signals: bool,
     metrics_as_spans: bool,
     summary: bool,
@@ -50,6 +51,7 @@ fn parse_args() -> Option<Args> {
             Some("--metrics-out") => a.metrics_out = Some(value()?),
             Some("--statslog") => a.statslog = Some(value()?),
             Some("--outcomes") => a.outcomes = Some(value()?),
+            Some("--build-graph") => a.build_graph = Some(value()?),
             Some("--all-signals") => a.all_signals = true,
             Some("--metrics-as-spans") => a.metrics_as_spans = true,
             Some("--summary") => a.summary = true,
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
     let mut req = BuildRequest::new(&dir, "bench-host");
     req.statslog = args.statslog;
     req.outcomes = args.outcomes;
+    req.build_graph = args.build_graph;
     req.metrics_as_spans = args.metrics_as_spans;
     if !args.all_signals {
         req.signals = Signals {

@@ -4,8 +4,14 @@
 //! `--runs 1`) and best-of-N wall time.
 //!
 //! ```text
-//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals]
+//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals] [--build-metrics] [--stream SPANS]
 //! ```
+//!
+//! `--stream SPANS` times the receiver's path instead: `open_build`, then
+//! every chunk of at most SPANS spans encoded one after the other (each
+//! dropped before the next, as the receiver frees it after decoding).
+//! `--build-metrics` also asks for the build metrics with the host metric
+//! identity (the receiver's defaults; implies `--all-signals`).
 //!
 //! Output keys: `file_bytes`, `spans`, `otlp_bytes`, `runs_ms` (each
 //! `process_build` call), `best_ms`, `median_ms`, `vmhwm_kib` (this
@@ -16,10 +22,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use compiletools_core::{process_build, BuildRequest, CancelToken, Signals};
+use compiletools_core::pipeline::open_build;
+use compiletools_core::{
+    process_build, BuildOutput, BuildRequest, CancelToken, Error, MetricIdentity, Signals,
+};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals]");
+    eprintln!(
+        "usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals] [--build-metrics] [--stream SPANS]"
+    );
     ExitCode::from(2)
 }
 
@@ -34,6 +45,8 @@ fn main() -> ExitCode {
     let mut target: Option<PathBuf> = None;
     let mut runs: usize = 1;
     let mut all_signals = false;
+    let mut stream: Option<usize> = None;
+    let mut build_metrics = false;
     while let Some(a) = args.next() {
         match a.to_str() {
             Some("--runs") => match args.next().and_then(|r| r.to_str()?.parse().ok()) {
@@ -41,6 +54,11 @@ fn main() -> ExitCode {
                 _ => return usage(),
             },
             Some("--all-signals") => all_signals = true,
+            Some("--stream") => match args.next().and_then(|r| r.to_str()?.parse().ok()) {
+                Some(n) => stream = Some(n),
+                None => return usage(),
+            },
+            Some("--build-metrics") => (all_signals, build_metrics) = (true, true),
             _ if target.is_none() => target = Some(PathBuf::from(a)),
             _ => return usage(),
         }
@@ -63,6 +81,10 @@ fn main() -> ExitCode {
     let file_bytes = std::fs::metadata(dir.join("timing.json")).map_or(0, |m| m.len());
 
     let mut req = BuildRequest::new(&dir, "bench-host");
+    if build_metrics {
+        req.build_metrics = true;
+        req.metric_identity = MetricIdentity::Host;
+    }
     if !all_signals {
         req.signals = Signals {
             traces: true,
@@ -74,7 +96,7 @@ fn main() -> ExitCode {
     let (mut spans, mut otlp_bytes) = (0, 0);
     for _ in 0..runs {
         let t = Instant::now();
-        let out = match process_build(&req, &cancel) {
+        let out = match run(&req, &cancel, stream) {
             Ok(out) => out,
             Err(e) => {
                 eprintln!("{}: {e}", dir.display());
@@ -101,4 +123,23 @@ fn main() -> ExitCode {
     });
     println!("{report}");
     ExitCode::SUCCESS
+}
+
+/// One build through `process_build`, or through `open_build` and its
+/// chunks (`traces` then holds the total size in a vector of that length
+/// made only for the count).
+fn run(req: &BuildRequest, cancel: &CancelToken, stream: Option<usize>) -> Result<BuildOutput, Error> {
+    let Some(max_spans) = stream else {
+        return process_build(req, cancel);
+    };
+    let opened = open_build(req, cancel, max_spans)?;
+    let mut out = opened.output;
+    if let Some(chunks) = opened.traces {
+        let mut total = 0;
+        for k in 0..chunks.len() {
+            total += chunks.chunk(k).map_or(0, |c| c.len());
+        }
+        out.traces = Some(vec![0; total]);
+    }
+    Ok(out)
 }

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use compiletools_core::analytics;
 use compiletools_core::otlp::{
-    analytics_root_attributes, build_resource, encode_trace_request_into, root_attributes, TraceInput,
+    analytics_root_attributes, build_resource, encode_trace_request_with, root_attributes, TraceInput,
 };
 use compiletools_core::timing::{self, aggregates, Clock};
 use compiletools_core::warnings::Warnings;
@@ -185,8 +185,11 @@ fn main() -> ExitCode {
             analytics: Some(&analytics),
             root_span_server: false,
         };
-        // As process_build: the output reuses the text's buffer.
-        let (bytes, stats) = encode_trace_request_into(input, &[], text.text.into_bytes(), &mut w);
+        // As process_build: the text is freed, the output gets a fresh
+        // buffer of 1.25× its size.
+        let text_len = text.text.len();
+        drop(text);
+        let (bytes, stats) = encode_trace_request_with(input, &[], text_len + text_len / 4, &mut w);
         s.end("spans + encode");
         let work_ms = total.elapsed().as_secs_f64() * 1e3;
 

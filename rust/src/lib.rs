@@ -23,8 +23,10 @@ pub mod cas;
 pub mod error;
 #[allow(unsafe_code)] // the C ABI: raw pointers from Go
 pub mod ffi;
+pub mod history;
 pub mod ids;
 pub mod input;
+pub mod live;
 pub mod otlp;
 pub mod outcomes;
 pub mod pipeline;
@@ -37,4 +39,6 @@ pub mod warnings;
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};
 pub use pipeline::{process_build, scan_set};
-pub use request::{BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, Signals, Summary, Vcs};
+pub use request::{
+    BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, MetricIdentity, Signals, Summary, Vcs,
+};

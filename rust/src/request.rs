@@ -57,6 +57,10 @@ pub struct BuildRequest {
     pub statslog: Option<PathBuf>,
     /// A `rule_outcomes.log` for this build (captured).
     pub outcomes: Option<PathBuf>,
+    /// The build's generated `build.ninja` (ninja backend) or Makefile (make
+    /// backend), for the exact critical path; `{variant}` in it stands for
+    /// the build's variant. Absent or unusable: the path is estimated.
+    pub build_graph: Option<PathBuf>,
     /// `host.name`; also an input of the trace id.
     pub host_name: String,
     /// `service.name`.
@@ -78,6 +82,30 @@ pub struct BuildRequest {
     /// Kind of the root span: INTERNAL as ct-cake, or SERVER as the CI/CD
     /// conventions want a pipeline run.
     pub root_span_server: bool,
+    /// The receiver's compile history (time saved, duration deltas); the
+    /// build is evaluated against it and staged under its invocation
+    /// directory until the receiver commits it. `None`: no history numbers.
+    pub history: Option<std::sync::Arc<crate::history::History>>,
+    /// Also produce the build metrics (`cicd.pipeline.run.*`,
+    /// `ct.rule.duration`, `ct.compiles`) with the metrics signal.
+    pub build_metrics: bool,
+    /// What the metrics' series identify: each build (ct-cake's form) or the
+    /// host, whose builds then share series.
+    pub metric_identity: MetricIdentity,
+}
+
+/// What a build's metrics are the series of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricIdentity {
+    /// The build's own resource (`service.instance.id` = host:pid,
+    /// `ct.invocation_id`, …): every build is new series, each point
+    /// cumulative over its build. ct-cake's form, byte for byte.
+    Build,
+    /// A resource that is the same for every build of the host
+    /// (`service.instance.id` = the host name): points are the build's
+    /// deltas, per-build keys (`ct.variant`, `cicd.pipeline.name`) move to
+    /// the points.
+    Host,
 }
 
 /// What the receiver knows of the source tree's version control; an empty
@@ -100,6 +128,7 @@ impl BuildRequest {
             invocation_dir: invocation_dir.into(),
             statslog: None,
             outcomes: None,
+            build_graph: None,
             host_name: host_name.into(),
             service_name: "compiletools".to_owned(),
             resource_attributes: Vec::new(),
@@ -110,6 +139,9 @@ impl BuildRequest {
             pipeline_name: String::new(),
             vcs: Vcs::default(),
             root_span_server: false,
+            history: None,
+            build_metrics: false,
+            metric_identity: MetricIdentity::Build,
         }
     }
 }

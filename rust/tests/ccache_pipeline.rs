@@ -163,6 +163,7 @@ fn overcount_clamps_recompiled_and_warns() {
             "ct.build.parallelism.avg",
             "ct.build.parallelism.max",
             "ct.build.critical_path_s",
+            "ct.build.critical_path.method",
             "ct.build.top_weighted_rules",
             "cicd.pipeline.action.name"
         ]
@@ -450,6 +451,8 @@ fn ffi_returns_metrics_and_points() {
             vcs_ref_head_type: empty,
             vcs_repository_url_full: empty,
             vcs_provider_name: empty,
+            history: std::ptr::null(),
+            build_graph_path: empty,
         };
         let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
         // SAFETY: every view outlives the call; out is written by the call.

@@ -87,6 +87,7 @@ fn root_phases_and_rules() {
             "ct.build.parallelism.avg",
             "ct.build.parallelism.max",
             "ct.build.critical_path_s",
+            "ct.build.critical_path.method",
             "ct.build.top_weighted_rules",
             "cicd.pipeline.action.name"
         ]

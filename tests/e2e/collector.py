@@ -50,12 +50,13 @@ def _q(text):
     return json.dumps(str(text))
 
 
-def render_config(include, exporter_endpoint, health_port, receiver_extra=None, storage_dir=None):
+def render_config(include, exporter_endpoint, health_port, receiver_extra=None, storage_dir=None, logs=False):
     """The collector config the harness runs with (YAML text).
 
     Receiver keys assumed of `compiletools`: include, poll_interval, host_name,
     plus `receiver_extra` ({key: scalar}). With `storage_dir`, a file_storage
     extension keeps the receiver's checkpoints and the exporter's queue there.
+    With `logs`, a logs pipeline too (the receiver's live build records).
     """
     includes = ", ".join(_q(p) for p in include)
     receiver_extra = dict(receiver_extra or {})
@@ -70,6 +71,8 @@ def render_config(include, exporter_endpoint, health_port, receiver_extra=None, 
         # A persistent exporter queue: what the receiver handed over before
         # a crash is not lost with the process (README, delivery semantics).
         queue = "    sending_queue:\n      enabled: true\n      storage: file_storage\n"
+    logs_pipeline = ("    logs:\n      receivers: [compiletools]\n      exporters: [otlp_http]\n"
+                     if logs else "")
     return f"""\
 receivers:
   compiletools:
@@ -104,20 +107,21 @@ service:
     metrics:
       receivers: [compiletools]
       exporters: [otlp_http]
-"""
+{logs_pipeline}"""
 
 
 class Collector:
     """One collector process. Use as a context manager or call stop()."""
 
-    def __init__(self, binary, workdir, include, exporter_endpoint, receiver_extra=None, storage_dir=None):
+    def __init__(self, binary, workdir, include, exporter_endpoint, receiver_extra=None, storage_dir=None,
+                 logs=False):
         self.binary = Path(binary)
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.health_port = free_port()
         self.config_path = self.workdir / "config.yaml"
         self.config_path.write_text(render_config(include, exporter_endpoint, self.health_port,
-                                                  receiver_extra, storage_dir))
+                                                  receiver_extra, storage_dir, logs))
         self.stdout_path = self.workdir / "collector.stdout"
         self.stderr_path = self.workdir / "collector.stderr"
         self.proc = None

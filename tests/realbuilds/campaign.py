@@ -95,6 +95,13 @@ class Campaign:
             return None
         return os.path.join(self.work, "statslogs", f"{sc.statslog_from or sc.name}.statslog")
 
+    def build_graph_mappings(self, scs):
+        """Where ct-cake (run in the workspace) writes the dependency graph:
+        build.ninja in its cwd, the Makefile in bin/<variant>/ (spec §1.6)."""
+        files = {"ninja": "build.ninja", "make": os.path.join("bin", "{variant}", "Makefile")}
+        return [(os.path.join(self.diag_parent(s), "*"), os.path.join(self.ws(s), files[s.backend]))
+                for s in scs if s.backend in files]
+
     def statslog_mappings(self, scs):
         return [(os.path.join(self.diag_parent(s), "*"), self.statslog_path(s))
                 for s in scs if s.statslog == "explicit"]
@@ -116,7 +123,8 @@ class Campaign:
             receiver = ourcollector.receiver_config(
                 include=[os.path.join(self.work, "ws", "*", "diag-live", "*")],
                 capture_dir=os.path.join(self.work, "capture-live"),
-                statslogs=self.statslog_mappings(live), start_at="beginning")
+                statslogs=self.statslog_mappings(live), start_at="beginning",
+                build_graphs=self.build_graph_mappings(live))
             self.live = ourcollector.OurCollector(self.binary, os.path.join(self.work, "live-collector"),
                                                   receiver, self.live_sink.endpoint)
             try:
@@ -219,7 +227,7 @@ class Campaign:
             receiver = ourcollector.receiver_config(
                 include=[diag_parent], capture_dir=os.path.join(self.work, "capture-post", sc.name),
                 statslogs=self.statslog_mappings([sc]), start_at="beginning", git_max_lag="2m",
-                metrics_as_spans=sc.metrics_as_spans)
+                metrics_as_spans=sc.metrics_as_spans, build_graphs=self.build_graph_mappings([sc]))
             collector = ourcollector.OurCollector(self.binary, os.path.join(case_dir, "collector"),
                                                   receiver, sink.endpoint)
         try:

@@ -148,8 +148,10 @@ TIME_RESIDUAL_NS = 5_000            # time_anchored_at_end: a span vs the refere
 STAMPING_DELAY_MAX_NS = 10_000_000  # time_anchored_at_end: largest δ (a descheduled ct-cake)
 # build_analytics_additions, in the order they are written.
 ANALYTICS_ROOT_KEYS = ("ct.build.parallelism.avg", "ct.build.parallelism.max",
-                       "ct.build.critical_path_s", "ct.build.top_weighted_rules")
-ANALYTICS_RULE_KEYS = ("ct.rule.weighted_s", "ct.critical_path")
+                       "ct.build.critical_path_s", "ct.build.critical_path.method",
+                       "ct.build.top_weighted_rules")
+ANALYTICS_RULE_KEYS = ("ct.rule.weighted_s", "ct.critical_path", "ct.rule.drag_s")
+PATH_METHODS = ("estimate", "ninja_graph", "make_graph")
 ANALYTICS_KEYS = ANALYTICS_ROOT_KEYS + ANALYTICS_RULE_KEYS
 ANALYTICS_TOP_N = 10
 # semconv_additions, in the order they are written.
@@ -787,8 +789,10 @@ def _check_analytics(rep, ours):
         tail = trailing(s, ANALYTICS_RULE_KEYS)
         w = s.attrs.get("ct.rule.weighted_s")
         flag = s.attrs.get("ct.critical_path")
-        if tail not in (ANALYTICS_RULE_KEYS[:1], ANALYTICS_RULE_KEYS) or w is None or w[0] != "double" \
-                or w[1] < 0 or (flag is not None and flag != ("bool", True)):
+        drag = s.attrs.get("ct.rule.drag_s")
+        if tail not in (ANALYTICS_RULE_KEYS[:1], ANALYTICS_RULE_KEYS[:2], ANALYTICS_RULE_KEYS) or w is None \
+                or w[0] != "double" or w[1] < 0 or (flag is not None and flag != ("bool", True)) \
+                or (drag is not None and (drag[0] != "double" or drag[1] < 0)):
             rep.bad("analytics", f"{s.span.name}: rule analytics {tail} = {show(w)}, {show(flag)}")
             continue
         weighted_sum += w[1]
@@ -819,8 +823,31 @@ def _check_analytics(rep, ours):
         rep.bad("analytics", f"root ct.build.parallelism.avg = {show(avg)}, expected {want_avg}")
     path = sorted((s for s in rules if "ct.critical_path" in s.attrs), key=lambda s: s.span.start_time_unix_nano)
     length = root.attrs.get("ct.build.critical_path_s")
+    method = root.attrs.get("ct.build.critical_path.method")
+    if method is None or method[0] != "string" or method[1] not in PATH_METHODS:
+        rep.bad("analytics", f"root ct.build.critical_path.method = {show(method)}")
+        return
+    exact = method[1] != "estimate"
+    if any(("ct.rule.drag_s" in s.attrs) != (exact and "ct.critical_path" in s.attrs) for s in rules):
+        rep.bad("analytics", f"ct.rule.drag_s must be on exactly the path rules of an exact path ({method[1]})")
     if not path:
         rep.bad("analytics", "rules ran but no ct.critical_path rule")
+    elif exact:
+        # Without the graph: a dependency ends before its dependent starts
+        # (a chain in time), the length is the sum of the path rules'
+        # durations, never longer than the build, each drag within its rule.
+        for p, q in zip(path, path[1:]):
+            if p.span.end_time_unix_nano > q.span.start_time_unix_nano + tol:
+                rep.bad("analytics", f"exact path step {p.span.name} -> {q.span.name} is not a chain in time")
+        want = sum(s.span.end_time_unix_nano - s.span.start_time_unix_nano for s in path) / 1e9
+        if length is None or length[0] != "double" or not math.isclose(length[1], want, abs_tol=1e-9):
+            rep.bad("analytics", f"root ct.build.critical_path_s = {show(length)}, the exact path's rules take {want} s")
+        if want > (root.span.end_time_unix_nano - root.span.start_time_unix_nano) / 1e9:
+            rep.bad("analytics", f"the exact critical path ({want} s) is longer than the build")
+        for s in path:
+            d = s.attrs.get("ct.rule.drag_s")
+            if d is not None and d[1] > (s.span.end_time_unix_nano - s.span.start_time_unix_nano) / 1e9 + 1e-9:
+                rep.bad("analytics", f"{s.span.name}: drag {d[1]} s exceeds its duration")
     else:
         first, last = path[0].span, path[-1].span
         if last.end_time_unix_nano != max(e for _, e in times):

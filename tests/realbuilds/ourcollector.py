@@ -23,7 +23,7 @@ def host_name():
 
 
 def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", git_max_lag="30s",
-                    metrics_as_spans=False):
+                    metrics_as_spans=False, build_graphs=()):
     return {
         "include": [str(p) for p in include],
         "poll_interval": POLL_INTERVAL,
@@ -31,6 +31,12 @@ def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", gi
         "start_at": start_at,
         "host_name": host_name(),
         "metrics_as_spans": metrics_as_spans,
+        # The comparison is with ct-cake's own ccache metrics: its per-build
+        # series (the compatibility switch) and none of the build metrics,
+        # which ct-cake does not send (tests/e2e/test_build_metrics.py has those).
+        "per_build_metric_identity": True,
+        "metrics": {name: {"enabled": False} for name in (
+            "cicd.pipeline.run.duration", "cicd.pipeline.run.errors", "ct.rule.duration", "ct.compiles")},
         "git_commit": {"enabled": True, "max_lag": git_max_lag},
         "capture": {
             "enabled": True,
@@ -38,6 +44,8 @@ def receiver_config(include, capture_dir, statslogs=(), start_at="beginning", gi
             "directory": str(capture_dir),
             "statslogs": [{"include": str(inc), "path": str(path)} for inc, path in statslogs],
         },
+        # ct-cake's generated build.ninja / Makefile: the exact critical path.
+        "analytics": {"build_graphs": [{"include": str(inc), "path": str(path)} for inc, path in build_graphs]},
     }
 
 

@@ -81,6 +81,7 @@ def _analytics_trace(mutate=None):
     span(compare.ROOT, 1, b"", 100 * s, 110 * s, [
         ("ct.build.cas_avoided_count", 0), ("ct.build.parallelism.avg", 1.75),
         ("ct.build.parallelism.max", 3), ("ct.build.critical_path_s", 8.0),
+        ("ct.build.critical_path.method", "estimate"),
         ("ct.build.top_weighted_rules", [f"compile.d/{n}.cpp" for n in top])])
     phase = span("phase.build_execution", 2, bytes([1] * 8), 101 * s, 109 * s)
     rules = [("f1", 101, 102, 1 / 3, False), ("a", 101, 104, 1 / 3 + 0.5 + 1, True),
@@ -129,8 +130,41 @@ def test_analytics_checker_accepts_the_worked_example_and_rejects_changes():
     def no_average(spans):
         spans[1].name = "phase.other"
 
-    for change in (heavier, off_path, on_phase, more_at_once, not_trailing, no_average):
+    def unknown_method(spans):
+        attr(spans, compare.ROOT, "ct.build.critical_path.method").value.string_value = "guess"
+
+    def exact_without_drag(spans):
+        attr(spans, compare.ROOT, "ct.build.critical_path.method").value.string_value = "ninja_graph"
+
+    def drag_on_an_estimate(spans):
+        sp = next(x for x in spans if x.name == "compile.d/a.cpp")
+        sp.attributes.add(key="ct.rule.drag_s").value.double_value = 1.0
+
+    for change in (heavier, off_path, on_phase, more_at_once, not_trailing, no_average,
+                   unknown_method, exact_without_drag, drag_on_an_estimate):
         assert _analytics_problems(change), f"{change.__name__} went unnoticed"
+
+
+def test_analytics_checker_accepts_an_exact_path_with_drag():
+    """The worked example read through a graph a → b → c: path length is
+    the sum of the three rules (3 + 3 + 2 s), each path rule has a drag."""
+    def exact(spans):
+        root = next(x for x in spans if x.name == compare.ROOT)
+        for kv in root.attributes:
+            if kv.key == "ct.build.critical_path.method":
+                kv.value.string_value = "ninja_graph"
+        for name, drag in (("a", 1.0), ("b", 1.0), ("c", 1.0)):
+            sp = next(x for x in spans if x.name == f"compile.d/{name}.cpp")
+            sp.attributes.add(key="ct.rule.drag_s").value.double_value = drag
+
+    assert _analytics_problems(exact) == []
+
+    def too_much_drag(spans):
+        exact(spans)
+        sp = next(x for x in spans if x.name == "compile.d/c.cpp")
+        sp.attributes[-1].value.double_value = 2.5
+
+    assert _analytics_problems(too_much_drag)
 
 
 def _per_tu_problems(blocks, layer, outcome, source="/w/src/a.cpp"):

@@ -252,3 +252,33 @@ def test_compare_reports_a_wrong_snapshot_span(campaign, tmp_path):
     assert any(changed), f"no {compare.SNAPSHOT} span with an int attribute in {name}/ours"
     got = compare.compare_case(str(copy)).categories()
     assert got.get("snapshot-span", 0) > base, f"the wrong snapshot value was not reported (got {dict(got)})"
+
+
+# ---------------------------------------------------------------------------
+# Issue 15: the receiver is told where ct-cake's generated build file is
+# (analytics.build_graphs, campaign.build_graph_mappings), so every make and
+# ninja build that ran rules gets the exact critical path; compare.py has
+# already checked its invariants (a chain in time, length = the path rules'
+# durations, drag within each rule) in test_ours_matches_ct_cake.
+
+EXACT_METHOD = {"ninja": "ninja_graph", "make": "make_graph"}
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in MATRIX
+                                      if s.backend in EXACT_METHOD and s.kind in ("cold", "warm")])
+def test_graph_backends_get_the_exact_critical_path(campaign, scenario):
+    sc = campaign.matrix[scenario]
+    try:
+        res = campaign.run(scenario)
+    except ScenarioFailed as exc:
+        pytest.fail(f"{scenario}: {exc}", pytrace=False)
+    iid = res.case.get("invocation_id")
+    _, trace = compare._root_trace(compare.spans_of(compare.read_requests(os.path.join(res.case_dir, "ours"))), iid)
+    root = next((s for s in trace if s.span.name == compare.ROOT and not s.span.parent_span_id), None)
+    assert root is not None, f"{scenario}: no root span of ours"
+    method = compare.plain(root.attrs.get("ct.build.critical_path.method"))
+    assert method == EXACT_METHOD[sc.backend], (
+        f"{scenario}: ct.build.critical_path.method = {method!r}; the receiver's warnings are in "
+        f"{res.case_dir}/collector or _live-collector")
+    path = [s for s in trace if "ct.critical_path" in s.attrs]
+    assert path and all("ct.rule.drag_s" in s.attrs for s in path), f"{scenario}: path rules without drag"

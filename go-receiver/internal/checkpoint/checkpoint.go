@@ -54,6 +54,8 @@ type Store struct {
 	// read-only disk): remembered so this process does not send the build
 	// again on every poll, written with the next Put that succeeds.
 	unsaved map[string]bool
+	// blobs are a memory store's blobs (blob.go); unused with a client.
+	blobs map[string][]byte
 }
 
 // maxUnsavedPerPut bounds the earlier failed records one Put writes again,

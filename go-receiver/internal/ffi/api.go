@@ -47,9 +47,24 @@ type Request struct {
 	VCS VCS
 	// RootSpanServer makes the root span SERVER instead of INTERNAL.
 	RootSpanServer bool
+	// History, when set, gives the build its compile-history numbers and
+	// stages what it adds until History.Commit(InvocationDir).
+	History *History
+	// BuildMetrics asks for the build metrics with the metrics signal
+	// (cicd.pipeline.run.*, ct.rule.duration, ct.compiles).
+	BuildMetrics bool
+	// HostMetricIdentity makes the metrics series of the host (a shared
+	// resource, per-build deltas) instead of each build's, ct-cake's form.
+	HostMetricIdentity bool
+	// BuildGraphPath is the build's generated build.ninja or Makefile
+	// ("{variant}" replaced by the core), for the exact critical path.
+	BuildGraphPath string
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool
+	// forcePanicInChunk makes the core panic while encoding chunk 1 of a
+	// stream (tests only).
+	forcePanicInChunk bool
 }
 
 // VCS is what the receiver read from the build's git work tree.

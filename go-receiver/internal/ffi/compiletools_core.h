@@ -31,9 +31,70 @@
 #define CT_FLAG_ROOT_SPAN_SERVER 2
 
 /**
+ * Flag: with the metrics signal, also produce the build metrics
+ * (`cicd.pipeline.run.*`, `ct.rule.duration`, `ct.compiles`).
+ */
+#define CT_FLAG_BUILD_METRICS 4
+
+/**
+ * Flag: the metrics' series identify the host, not the build (a resource
+ * shared by the host's builds, per-build deltas); without it each build is
+ * its own series, as ct-cake sends them.
+ */
+#define CT_FLAG_HOST_METRIC_IDENTITY 8
+
+/**
  * Flag (test hook): panic inside the call, to prove the guard holds.
  */
 #define CT_FLAG_FORCE_PANIC 2147483648
+
+/**
+ * `CtLiveRequest.kind`: bytes appended to an auto `ccache.statslog`.
+ */
+#define CT_LIVE_STATSLOG 1
+
+/**
+ * `CtLiveRequest.kind`: bytes appended to `.ct-make-timing.<pid>.*.jsonl`.
+ */
+#define CT_LIVE_MAKE_TIMING 2
+
+/**
+ * `CtLiveRequest.kind`: bytes appended to `.ninja_log`.
+ */
+#define CT_LIVE_NINJA_LOG 3
+
+/**
+ * `CtLiveRequest.kind`: the `ct.build.start` record.
+ */
+#define CT_LIVE_BUILD_START 4
+
+/**
+ * `CtLiveRequest.kind`: the `ct.build.end` record.
+ */
+#define CT_LIVE_BUILD_END 5
+
+/**
+ * `CtLiveRequest.flags`: no more bytes will come; a last line without its
+ * newline is a record too.
+ */
+#define CT_LIVE_FLAG_FINAL 1
+
+/**
+ * `CtLiveRequest.flags` (end): the build died without `timing.json`.
+ */
+#define CT_LIVE_FLAG_ABANDONED 2
+
+/**
+ * `CtLiveRequest.flags` (end): the build's trace was delivered; link to it.
+ */
+#define CT_LIVE_FLAG_LINK_TRACE 4
+
+/**
+ * Flag of `CtBuildRequest.flags` (test hook): `ct_build_stream_chunk`
+ * panics for chunk 1, to prove a panic in the middle of a stream is an
+ * error code and the handle still closes.
+ */
+#define CT_FLAG_FORCE_PANIC_IN_CHUNK 1073741824
 
 /**
  * A kind of CAS store. The declaration order is the order compiletools
@@ -114,6 +175,11 @@ typedef int32_t CtErrorCode;
 #endif // __cplusplus
 
 /**
+ * Opaque handle: one build's trace, encoded a chunk at a time.
+ */
+typedef struct CtBuildStream CtBuildStream;
+
+/**
  * Opaque cancel token shared between a Go goroutine and a running call.
  */
 typedef struct CtCancel CtCancel;
@@ -123,6 +189,11 @@ typedef struct CtCancel CtCancel;
  * shard whose directory did not change is not listed again.
  */
 typedef struct CtCasCache CtCasCache;
+
+/**
+ * Opaque compile history shared by the builds in flight.
+ */
+typedef struct CtHistory CtHistory;
 
 /**
  * Borrowed bytes owned by the caller; `ptr` may be null when `len` is 0.
@@ -178,6 +249,16 @@ typedef struct {
   CtByteView vcs_ref_head_type;
   CtByteView vcs_repository_url_full;
   CtByteView vcs_provider_name;
+  /**
+   * The receiver's compile history (`ct_history_new`), or null: the
+   * build is evaluated against it and staged until `ct_history_commit`.
+   */
+  const CtHistory *history;
+  /**
+   * The build's generated `build.ninja` / Makefile for the exact
+   * critical path (`{variant}` is replaced by the build's variant).
+   */
+  CtByteView build_graph_path;
 } CtBuildRequest;
 
 /**
@@ -323,6 +404,114 @@ typedef struct {
 } CtCasResult;
 
 /**
+ * Size of a history (`ct_history_footprint`).
+ */
+typedef struct {
+  uint64_t targets;
+  uint64_t compiles;
+  /**
+   * Estimated heap bytes of the targets.
+   */
+  uint64_t bytes;
+  /**
+   * Builds evaluated and not committed yet.
+   */
+  uint64_t staged_builds;
+  /**
+   * Targets forgotten to stay within `max_targets`.
+   */
+  uint64_t evicted;
+} CtHistoryFootprint;
+
+/**
+ * One live call. Views are borrowed for the call only.
+ */
+typedef struct {
+  /**
+   * `CT_LIVE_*` kind.
+   */
+  uint32_t kind;
+  /**
+   * `CT_LIVE_FLAG_*` bits.
+   */
+  uint32_t flags;
+  CtByteView invocation_dir;
+  CtByteView host_name;
+  CtByteView service_name;
+  /**
+   * User resource attributes as `key\0value\0…`.
+   */
+  CtByteView resource_attributes;
+  /**
+   * The bytes appended since the last call (file kinds).
+   */
+  CtByteView data;
+  /**
+   * When the bytes were read, Unix ns.
+   */
+  uint64_t observed_unix_nano;
+  /**
+   * Most records returned; 0: no cap.
+   */
+  uint32_t max_records;
+  /**
+   * Longest string attribute value; 0: the default.
+   */
+  uint32_t max_attribute_len;
+} CtLiveRequest;
+
+/**
+ * What one live call returns; buffers are empty (null) when unused.
+ */
+typedef struct {
+  /**
+   * `ExportLogsServiceRequest` protobuf; empty when no record.
+   */
+  CtBuffer logs;
+  /**
+   * Bytes of `data` consumed; the rest is to be passed again next time.
+   */
+  uint64_t consumed;
+  uint64_t records;
+  /**
+   * Lines that were not records.
+   */
+  uint64_t skipped;
+  /**
+   * Compiles seen, by ccache outcome.
+   */
+  uint64_t direct_hits;
+  uint64_t preprocessed_hits;
+  uint64_t misses;
+  uint64_t uncacheable;
+  /**
+   * Warnings, one per line (UTF-8).
+   */
+  CtBuffer warnings;
+  /**
+   * The error message when the call returned non-zero (UTF-8).
+   */
+  CtBuffer error_message;
+} CtLiveResult;
+
+/**
+ * What identifies a stream's cut: spans in all, chunks, the trace id.
+ */
+typedef struct {
+  uint64_t spans;
+  uint64_t chunks;
+  uint8_t trace_id[16];
+} CtTraceStreamInfo;
+
+/**
+ * One chunk: `ExportTraceServiceRequest` bytes, or the error message.
+ */
+typedef struct {
+  CtBuffer traces;
+  CtBuffer error_message;
+} CtChunkResult;
+
+/**
  * The resource keys of this module, in the order they are written.
  */
 #define RESOURCE_KEYS { PIPELINE_NAME, PIPELINE_RUN_ID, WORKER_ID, WORKER_NAME, VCS_REPOSITORY_URL_FULL, VCS_PROVIDER_NAME, VCS_REF_HEAD_NAME, VCS_REF_HEAD_TYPE, VCS_REF_HEAD_REVISION, }
@@ -433,6 +622,164 @@ int32_t ct_scan_cas(const CtCasRequest *req,
  * `res` must be null or point to a result filled by `ct_scan_cas`.
  */
 void ct_cas_result_free(CtCasResult *res);
+
+/**
+ * A new, empty history keeping at most `max_targets` targets (least
+ * recently used forgotten first) and the last `window` compiles of each
+ * (the median's K; clamped to 1..=254). Free it with `ct_history_free`;
+ * null if making it failed.
+ */
+CtHistory *ct_history_new(uint64_t max_targets, uint32_t window);
+
+/**
+ * Frees a history from `ct_history_new`; no call may still use it.
+ *
+ * # Safety
+ * `history` must be null or come from `ct_history_new`, freed at most once.
+ */
+void ct_history_free(CtHistory *history);
+
+/**
+ * Applies what the build staged under `build_id` (its invocation directory
+ * as given in its request) when it was processed; returns how many rules
+ * it recorded or touched (0: nothing staged, or a null history).
+ *
+ * # Safety
+ * `history` must be null or live; `build_id` valid for its length.
+ */
+uint64_t ct_history_commit(const CtHistory *history, CtByteView build_id);
+
+/**
+ * Drops what the build staged under `build_id`; returns 1 if there was
+ * anything, else 0.
+ *
+ * # Safety
+ * As `ct_history_commit`.
+ */
+uint32_t ct_history_discard(const CtHistory *history, CtByteView build_id);
+
+/**
+ * Writes the committed history as bytes into `out` (a buffer freed with
+ * `ct_buffer_free`). Returns 0, or a non-zero `CtErrorCode` with `out`
+ * left empty.
+ *
+ * # Safety
+ * `history` must be null or live; `out` must be valid for writing.
+ */
+int32_t ct_history_save(const CtHistory *history, CtBuffer *out);
+
+/**
+ * Adds saved bytes to the history; `*restored` gets the number of targets
+ * they held. Returns 0, or a non-zero `CtErrorCode` (malformed bytes: the
+ * history is unchanged) with the reason in `error_message` (freed with
+ * `ct_buffer_free`).
+ *
+ * # Safety
+ * `history` must be null or live; `bytes` valid for its length;
+ * `restored` and `error_message` null or valid for writing.
+ */
+int32_t ct_history_restore(const CtHistory *history,
+                           CtByteView bytes,
+                           uint64_t *restored,
+                           CtBuffer *error_message);
+
+/**
+ * The size of a history (zeros for a null one).
+ *
+ * # Safety
+ * `history` must be null or live.
+ */
+CtHistoryFootprint ct_history_footprint(const CtHistory *history);
+
+/**
+ * Frees a buffer a history call returned; safe to call twice.
+ *
+ * # Safety
+ * `buffer` must be null or filled by `ct_history_save` / `ct_history_restore`.
+ */
+void ct_buffer_free(CtBuffer *buffer);
+
+/**
+ * Turns one live request into log records. Returns 0, or a `CtErrorCode`
+ * with `out->error_message`; `out` is always written and must be released
+ * with `ct_live_result_free`.
+ *
+ * # Safety
+ * `req` and `out` must be valid; every view must be valid for its length
+ * during the call; `cancel` may be null.
+ */
+int32_t ct_live_records(const CtLiveRequest *req, const CtCancel *cancel, CtLiveResult *out);
+
+/**
+ * Frees every buffer of a live result; safe to call twice.
+ *
+ * # Safety
+ * `res` must be null or point to a result filled by `ct_live_records`.
+ */
+void ct_live_result_free(CtLiveResult *res);
+
+/**
+ * Reads one build like `ct_process_build`, but leaves `out->traces` empty:
+ * when traces were asked for, `*stream` receives a handle whose chunks
+ * hold at most `max_chunk_spans` spans each (0: one chunk). `out` is
+ * always written and must be freed with `ct_build_result_free`; `*stream`
+ * is always written (null on error or without traces) and a non-null
+ * handle must be closed with `ct_build_stream_close`.
+ *
+ * # Safety
+ * As `ct_process_build`; `stream` must be valid for writing a pointer.
+ */
+int32_t ct_build_open(const CtBuildRequest *req,
+                      uint64_t max_chunk_spans,
+                      const CtCancel *cancel,
+                      CtBuildResult *out,
+                      CtBuildStream **stream);
+
+/**
+ * Writes what identifies the stream's cut into `info` (zeros for a null
+ * stream).
+ *
+ * # Safety
+ * `stream` must be null or a live handle; `info` must be writable or null.
+ */
+void ct_build_stream_info(const CtBuildStream *stream, CtTraceStreamInfo *info);
+
+/**
+ * Encodes chunk `index` into `out->traces`. Returns 0, or a non-zero code
+ * with `out->error_message` set (`InvalidRequest` past the last chunk,
+ * `Cancelled`, `Panic`). `out` is always written and must be freed with
+ * `ct_chunk_result_free`. Chunks of one handle may be asked for from one
+ * thread at a time or several: encoding only reads the handle.
+ *
+ * # Safety
+ * `stream` must be null or a live handle; `out` as in `ct_process_build`.
+ */
+int32_t ct_build_stream_chunk(const CtBuildStream *stream,
+                              uint64_t index,
+                              const CtCancel *cancel,
+                              CtChunkResult *out);
+
+/**
+ * Frees the buffers of a chunk result; safe to call twice.
+ *
+ * # Safety
+ * `res` must be null or point to a result written by `ct_build_stream_chunk`.
+ */
+void ct_chunk_result_free(CtChunkResult *res);
+
+/**
+ * Frees a handle from `ct_build_open` and the build it holds.
+ *
+ * # Safety
+ * `stream` must be null or a handle from `ct_build_open`, closed at most
+ * once, with no `ct_build_stream_chunk` call running on it.
+ */
+void ct_build_stream_close(CtBuildStream *stream);
+
+/**
+ * Handles opened and not closed yet, in this process (leak checks).
+ */
+uint64_t ct_build_streams_open(void);
 
 #ifdef __cplusplus
 }  // extern "C"

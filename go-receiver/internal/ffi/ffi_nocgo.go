@@ -2,7 +2,11 @@
 
 package ffi
 
-import "context"
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
 
 // LibraryHeaderSHA256 reports "": there is no core without cgo.
 func LibraryHeaderSHA256() string { return "" }
@@ -36,3 +40,37 @@ func (c *CASCache) Footprint() CASCacheFootprint { return CASCacheFootprint{} }
 func ScanCAS(context.Context, CASRequest, *CASCache) (CASResult, error) {
 	return CASResult{}, ErrCgoRequired
 }
+
+// TraceStream is unavailable without cgo.
+type TraceStream struct{ Info StreamInfo }
+
+// Open always fails without cgo.
+func Open(context.Context, Request, int) (Result, *TraceStream, error) {
+	return Result{}, nil, ErrCgoRequired
+}
+
+// Close does nothing.
+func (s *TraceStream) Close() {}
+
+// OpenStreams is always zero without cgo.
+func OpenStreams() uint64 { return 0 }
+
+// RawChunk is unavailable without cgo.
+type RawChunk struct{}
+
+// Encode always fails without cgo.
+func (s *TraceStream) Encode(context.Context, int) (*RawChunk, error) { return nil, ErrCgoRequired }
+
+// Chunk always fails without cgo.
+func (s *TraceStream) Chunk(context.Context, int) (ptrace.Traces, error) {
+	return ptrace.Traces{}, ErrCgoRequired
+}
+
+// Decode always fails without cgo.
+func (c *RawChunk) Decode() (ptrace.Traces, error) { return ptrace.Traces{}, ErrCgoRequired }
+
+// Size is zero without cgo.
+func (c *RawChunk) Size() int { return 0 }
+
+// Free does nothing.
+func (c *RawChunk) Free() {}

@@ -1,5 +1,8 @@
 //! Build analytics computed from the timing model on every build:
-//! parallelism and weighted time ([`sweep`]), and the critical path
+//! parallelism and weighted time ([`sweep`]), and the critical path —
+//! exact, with each path rule's drag ([`exact_path`]), when the receiver
+//! names the build's generated `build.ninja` or Makefile ([`build_graph`],
+//! read by [`ninja_file`] / [`makefile`] into a [`dep_graph`]), else
 //! estimated from timing alone ([`critical_path`]). The OTLP side puts them
 //! on the root span and the rule spans (`otlp::analytics`).
 //!
@@ -16,21 +19,28 @@
 //! A build without any counted rule (cmake and bazel record none, a no-op
 //! build runs none) has no analytics at all: no value beats a made-up one.
 //!
-//! Extending: per-target history (time saved by a cache hit, duration
-//! regressions) needs the receiver's memory of earlier builds. It is meant
-//! to come in through the [`crate::request::BuildRequest`] as a table keyed
-//! by `ct.target` and be joined here, by rule index, into further optional
-//! fields of [`RuleFacts`] and [`BuildSummary`]; the rule index and
-//! [`RuleFacts`] lookup by event are the extension points. Nothing of it is
-//! computed yet, and nothing is emitted for it.
+//! Per-target history (time saved by a cache hit, duration regressions)
+//! needs the receiver's memory of earlier builds: [`crate::history`]
+//! computes it and the pipeline attaches it here
+//! ([`BuildAnalytics::with_history`]), so the trace finds every analytics
+//! number of a rule in one place.
 
+pub mod build_file_lines;
+pub mod build_graph;
 pub mod critical_path;
+pub mod dep_graph;
+pub mod exact_path;
+pub mod makefile;
+pub mod ninja_file;
 mod order;
 pub mod sweep;
+
+pub use build_graph::{BuildGraph, PathMethod};
 
 use crate::timing::clock::secs_to_ns;
 use crate::timing::naming::span_name;
 use crate::timing::{Build, Clock, Event, EventId};
+use crate::warnings::Warnings;
 
 /// How many rules `ct.build.top_weighted_rules` lists (not `pub`: cbindgen
 /// would export it into the C header).
@@ -79,6 +89,8 @@ pub struct RuleFacts {
     pub weighted_s: f64,
     /// `ct.critical_path`.
     pub critical_path: bool,
+    /// `ct.rule.drag_s`: on the rules of an exact critical path only.
+    pub drag_s: Option<f64>,
 }
 
 /// The root span's analytics.
@@ -90,8 +102,11 @@ pub struct BuildSummary {
     pub parallelism_avg: Option<f64>,
     /// `ct.build.parallelism.max`.
     pub parallelism_max: u64,
-    /// `ct.build.critical_path_s`.
+    /// `ct.build.critical_path_s`: the estimate's first start to last end,
+    /// or the exact path's sum of rule durations.
     pub critical_path_s: f64,
+    /// `ct.build.critical_path.method`.
+    pub critical_path_method: PathMethod,
     /// `ct.build.top_weighted_rules`: span names, largest weighted time
     /// first (ties in file order), at most 10.
     pub top_weighted_rules: Vec<String>,
@@ -105,8 +120,13 @@ pub struct BuildAnalytics {
     rule_of_slot: Vec<u32>,
     weighted_s: Vec<f64>,
     on_critical_path: Vec<bool>,
+    /// Per rule, the drag of an exact path's rules; empty for an estimate.
+    drag_s: Vec<Option<f64>>,
     /// `None` when no rule counted.
     summary: Option<BuildSummary>,
+    /// What the receiver's compile history gives this build (time saved,
+    /// duration deltas); `None` without a history.
+    history: Option<crate::history::HistoryFacts>,
 }
 
 const NOT_COUNTED: u32 = u32::MAX;
@@ -119,6 +139,7 @@ impl BuildAnalytics {
         Some(RuleFacts {
             weighted_s: *self.weighted_s.get(i as usize)?,
             critical_path: *self.on_critical_path.get(i as usize)?,
+            drag_s: self.drag_s.get(i as usize).copied().flatten(),
         })
     }
 
@@ -126,16 +147,39 @@ impl BuildAnalytics {
     pub fn summary(&self) -> Option<&BuildSummary> {
         self.summary.as_ref()
     }
+
+    /// These analytics with the history's numbers of the same build.
+    pub fn with_history(self, history: Option<crate::history::HistoryFacts>) -> Self {
+        Self { history, ..self }
+    }
+
+    /// The history's numbers of the build; `None` without a history.
+    pub fn history(&self) -> Option<&crate::history::HistoryFacts> {
+        self.history.as_ref()
+    }
 }
 
-/// Computes the analytics of `build`; `clock` decides which rules are
-/// anchored, as for the trace.
+/// Computes the analytics of `build` with the critical path estimated;
+/// `clock` decides which rules are anchored, as for the trace.
 pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
+    analyze_with(build, clock, None, &mut Warnings::new())
+}
+
+/// [`analyze`], with the exact critical path and drag when `graph` lists
+/// every counted rule's target and has no cycle; otherwise the estimate,
+/// with a warning saying why.
+pub fn analyze_with(
+    build: &Build,
+    clock: &Clock,
+    graph: Option<&BuildGraph>,
+    warnings: &mut Warnings,
+) -> BuildAnalytics {
     let mut rule_of_slot = vec![NOT_COUNTED; build.event_count()];
     // Nearly every event of a large build is a rule.
     let mut ids = Vec::with_capacity(build.event_count());
     let mut rules = Vec::with_capacity(build.event_count());
     let mut total_ns = 0i128;
+    let mut nodes = Nodes::default();
     build.for_each_phase_rule(&mut |rule| {
         // u32 indices: the decoder's tables already fit in u32.
         let Ok(index) = u32::try_from(rules.len()) else {
@@ -149,12 +193,16 @@ pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
             *slot = index;
         }
         total_ns += i128::from(interval.duration_ns());
+        if let Some(g) = graph {
+            nodes.add(&g.graph, rule.target());
+        }
         ids.push(rule.id());
         rules.push(interval);
     });
     if rules.is_empty() {
         return BuildAnalytics::default();
     }
+    let exact = graph.and_then(|g| exact(g, nodes, &rules, warnings));
     // The orders carry the times: the rule table is no longer needed, and
     // freeing it keeps the peak memory of a large build down.
     let by_start = order::by_start(&rules);
@@ -163,14 +211,29 @@ pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
     drop(rules);
     let swept = sweep::sweep(&by_start, &by_end);
     drop(by_start);
-    let tolerance = critical_path::clock_resolution_ns(&build.backend);
-    let path = critical_path::estimate(&by_end, tolerance);
+    let (path_rules, length_ns, method, drag_ns) = match exact {
+        Some((path, method)) => (path.rules, path.length_ns, method, path.drag_ns),
+        None => {
+            let tolerance = critical_path::clock_resolution_ns(&build.backend);
+            let path = critical_path::estimate(&by_end, tolerance);
+            (path.rules, path.length_ns, PathMethod::Estimate, Vec::new())
+        }
+    };
     drop(by_end);
 
     let mut on_critical_path = vec![false; count];
-    for &i in &path.rules {
+    for &i in &path_rules {
         if let Some(on) = on_critical_path.get_mut(i as usize) {
             *on = true;
+        }
+    }
+    let mut drag_s = Vec::new();
+    if !drag_ns.is_empty() {
+        drag_s = vec![None; count];
+        for (&i, &d) in path_rules.iter().zip(&drag_ns) {
+            if let Some(slot) = drag_s.get_mut(i as usize) {
+                *slot = Some(d as f64 / 1e9);
+            }
         }
     }
     let summary = BuildSummary {
@@ -178,14 +241,75 @@ pub fn analyze(build: &Build, clock: &Clock) -> BuildAnalytics {
             .filter(|&wall| wall > 0)
             .map(|wall| total_ns as f64 / wall as f64),
         parallelism_max: swept.max_parallel,
-        critical_path_s: path.length_ns as f64 / 1e9,
+        critical_path_s: length_ns as f64 / 1e9,
+        critical_path_method: method,
         top_weighted_rules: top_weighted(build, &ids, &swept.weighted_s),
     };
     BuildAnalytics {
         rule_of_slot,
         weighted_s: swept.weighted_s,
         on_critical_path,
+        drag_s,
         summary: Some(summary),
+        history: None,
+    }
+}
+
+/// The graph node of each counted rule, by the rule's `target` (the output
+/// path exactly as the backend knows it, spec §2.3), which some statement
+/// of the graph must build.
+#[derive(Default)]
+struct Nodes {
+    of_rule: Vec<u32>,
+    missing: usize,
+    first_missing: Option<String>,
+}
+
+impl Nodes {
+    fn add(&mut self, graph: &dep_graph::DepGraph, target: &str) {
+        match graph.output_of(target.as_bytes()).filter(|_| !target.is_empty()) {
+            Some(node) => self.of_rule.push(node),
+            None => {
+                self.of_rule.push(exact_path::NO_RULE);
+                self.missing += 1;
+                self.first_missing.get_or_insert_with(|| target.to_owned());
+            }
+        }
+    }
+}
+
+/// The exact path when the graph covers every rule.
+fn exact(
+    graph: &BuildGraph,
+    nodes: Nodes,
+    rules: &[Interval],
+    warnings: &mut Warnings,
+) -> Option<(exact_path::ExactPath, PathMethod)> {
+    let refuse = |warnings: &mut Warnings, why: String| {
+        warnings.push(format!(
+            "build graph {} not used, critical path estimated: {why}",
+            graph.path.display()
+        ));
+        None
+    };
+    if nodes.missing > 0 {
+        let example = nodes.first_missing.unwrap_or_default();
+        return refuse(
+            warnings,
+            format!(
+                "{} of the build's {} rules have no output in it (first: {example:?}); it describes another run",
+                nodes.missing,
+                rules.len()
+            ),
+        );
+    }
+    let weights = exact_path::Weights {
+        node_of_rule: nodes.of_rule,
+        duration_ns: rules.iter().map(|r| r.duration_ns()).collect(),
+    };
+    match exact_path::exact(&graph.graph, &weights) {
+        Ok(path) => Some((path, graph.method)),
+        Err(e) => refuse(warnings, e.to_string()),
     }
 }
 

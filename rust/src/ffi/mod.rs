@@ -14,18 +14,24 @@ mod buffer;
 mod cas;
 mod export;
 mod guard;
+mod history;
+mod live;
+mod stream;
 
 use buffer::{path_of, text_of};
 pub use buffer::{CtBuffer, CtByteView};
 pub use cas::{CtCasCache, CtCasCacheFootprint, CtCasCell, CtCasRequest, CtCasResult};
 use export::{export, free_handle, free_result, lines_buffer, new_handle, optional_buffer, CallResult};
+pub use history::{CtHistory, CtHistoryFootprint};
+pub use live::{CtLiveRequest, CtLiveResult};
 
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
 use crate::pipeline::process_build;
-use crate::request::{BuildOutput, BuildRequest, Limits, Signals, Summary, Vcs};
+use crate::request::{BuildOutput, BuildRequest, Limits, MetricIdentity, Signals, Summary, Vcs};
 
 pub use abi::ct_header_sha256;
+pub use stream::{CtBuildStream, CtChunkResult, CtTraceStreamInfo, CT_FLAG_FORCE_PANIC_IN_CHUNK};
 
 /// Bit of `CtBuildRequest.signals`: produce `ExportTraceServiceRequest` bytes.
 pub const CT_SIGNAL_TRACES: u32 = 1;
@@ -37,6 +43,13 @@ pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
 /// Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
 /// run) instead of ct-cake's INTERNAL.
 pub const CT_FLAG_ROOT_SPAN_SERVER: u32 = 2;
+/// Flag: with the metrics signal, also produce the build metrics
+/// (`cicd.pipeline.run.*`, `ct.rule.duration`, `ct.compiles`).
+pub const CT_FLAG_BUILD_METRICS: u32 = 4;
+/// Flag: the metrics' series identify the host, not the build (a resource
+/// shared by the host's builds, per-build deltas); without it each build is
+/// its own series, as ct-cake sends them.
+pub const CT_FLAG_HOST_METRIC_IDENTITY: u32 = 8;
 /// Flag (test hook): panic inside the call, to prove the guard holds.
 pub const CT_FLAG_FORCE_PANIC: u32 = 0x8000_0000;
 
@@ -76,6 +89,12 @@ pub struct CtBuildRequest {
     pub vcs_ref_head_type: CtByteView,
     pub vcs_repository_url_full: CtByteView,
     pub vcs_provider_name: CtByteView,
+    /// The receiver's compile history (`ct_history_new`), or null: the
+    /// build is evaluated against it and staged until `ct_history_commit`.
+    pub history: *const CtHistory,
+    /// The build's generated `build.ninja` / Makefile for the exact
+    /// critical path (`{variant}` is replaced by the build's variant).
+    pub build_graph_path: CtByteView,
 }
 
 /// Counts about one processed build.
@@ -231,15 +250,17 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
         req.vcs_ref_head_type,
         req.vcs_repository_url_full,
         req.vcs_provider_name,
+        req.build_graph_path,
     ];
     // SAFETY: the caller guarantees every view is valid for its length during
     // the call; the slices do not outlive this function.
-    let [dir, statslog, outcomes, host, service, sha, attributes, pipeline, ref_name, ref_type, repo_url, provider] =
+    let [dir, statslog, outcomes, host, service, sha, attributes, pipeline, ref_name, ref_type, repo_url, provider, graph] =
         views.map(|v| unsafe { v.as_slice() });
     let dir = path_of(dir).ok_or("empty invocation_dir")?;
     let mut request = BuildRequest::new(dir, text_of(host));
     request.statslog = path_of(statslog);
     request.outcomes = path_of(outcomes);
+    request.build_graph = path_of(graph);
     if !service.is_empty() {
         request.service_name = text_of(service);
     }
@@ -248,6 +269,10 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
     request.signals = decode_signals(req.signals);
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
     request.root_span_server = req.flags & CT_FLAG_ROOT_SPAN_SERVER != 0;
+    request.build_metrics = req.flags & CT_FLAG_BUILD_METRICS != 0;
+    if req.flags & CT_FLAG_HOST_METRIC_IDENTITY != 0 {
+        request.metric_identity = MetricIdentity::Host;
+    }
     request.limits = decode_limits(&req.limits);
     request.pipeline_name = text_of(pipeline);
     request.vcs = Vcs {
@@ -256,6 +281,9 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
         repository_url_full: text_of(repo_url),
         provider_name: text_of(provider),
     };
+    // SAFETY: the caller guarantees the handle is live or null; the clone
+    // keeps the history alive for the call whatever happens to the handle.
+    request.history = unsafe { req.history.as_ref() }.map(|h| std::sync::Arc::clone(&h.history));
     Ok(request)
 }
 
@@ -306,17 +334,17 @@ pub(crate) fn decode_pairs(bytes: &[u8]) -> Result<Vec<(String, String)>, String
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn view(b: &[u8]) -> CtByteView {
+    pub(super) fn view(b: &[u8]) -> CtByteView {
         CtByteView {
             ptr: b.as_ptr(),
             len: b.len(),
         }
     }
 
-    fn request(dir: &[u8], flags: u32) -> CtBuildRequest {
+    pub(super) fn request(dir: &[u8], flags: u32) -> CtBuildRequest {
         let empty = CtByteView {
             ptr: std::ptr::null(),
             len: 0,
@@ -337,6 +365,8 @@ mod tests {
             vcs_ref_head_type: empty,
             vcs_repository_url_full: empty,
             vcs_provider_name: empty,
+            history: std::ptr::null(),
+            build_graph_path: empty,
         }
     }
 

@@ -12,29 +12,35 @@ use crate::analytics::{BuildAnalytics, RuleFacts};
 pub const PARALLELISM_AVG: &str = "ct.build.parallelism.avg";
 /// Root: most rules running at once.
 pub const PARALLELISM_MAX: &str = "ct.build.parallelism.max";
-/// Root: length of the estimated critical path, seconds.
+/// Root: length of the critical path, seconds.
 pub const CRITICAL_PATH_S: &str = "ct.build.critical_path_s";
+/// Root: how the path was found: `estimate`, `ninja_graph`, `make_graph`.
+pub const CRITICAL_PATH_METHOD: &str = "ct.build.critical_path.method";
 /// Root: span names of the rules with the most weighted time.
 pub const TOP_WEIGHTED_RULES: &str = "ct.build.top_weighted_rules";
 /// Rule: weighted time (Chromium's `post_build_ninja_summary` definition).
 pub const RULE_WEIGHTED_S: &str = "ct.rule.weighted_s";
 /// Rule: `true` on the rules of the critical path, absent elsewhere.
 pub const CRITICAL_PATH: &str = "ct.critical_path";
+/// Rule: how much shorter the exact critical path gets without this rule,
+/// seconds; on the rules of an exact path only.
+pub const RULE_DRAG_S: &str = "ct.rule.drag_s";
 
 /// The root span's analytics attributes, in this order: parallelism
 /// average (only when the build has a `build_execution` phase that took
-/// time), maximum, critical path length, top weighted rules. None when no
-/// rule counted.
+/// time), maximum, critical path length and method, top weighted rules.
+/// None when no rule counted.
 pub fn analytics_root_attributes(analytics: &BuildAnalytics, max_attribute_len: u32) -> Vec<KeyValue> {
     let Some(s) = analytics.summary() else {
         return Vec::new();
     };
-    let mut a = AttrBuilder::with_capacity(max_attribute_len, 4);
+    let mut a = AttrBuilder::with_capacity(max_attribute_len, 5);
     if let Some(avg) = s.parallelism_avg {
         a.double(PARALLELISM_AVG, avg);
     }
     a.int(PARALLELISM_MAX, saturating_i64(s.parallelism_max));
     a.double(CRITICAL_PATH_S, s.critical_path_s);
+    a.string(CRITICAL_PATH_METHOD, s.critical_path_method.as_str());
     a.strings(
         TOP_WEIGHTED_RULES,
         s.top_weighted_rules.iter().map(String::as_str),
@@ -47,6 +53,9 @@ pub fn push_rule_attributes(a: &mut AttrBuilder, facts: RuleFacts) {
     a.double(RULE_WEIGHTED_S, facts.weighted_s);
     if facts.critical_path {
         a.bool(CRITICAL_PATH, true);
+    }
+    if let Some(drag) = facts.drag_s {
+        a.double(RULE_DRAG_S, drag);
     }
 }
 
@@ -75,6 +84,7 @@ mod tests {
                 PARALLELISM_AVG,
                 PARALLELISM_MAX,
                 CRITICAL_PATH_S,
+                CRITICAL_PATH_METHOD,
                 TOP_WEIGHTED_RULES
             ]
         );
@@ -82,7 +92,8 @@ mod tests {
         assert_eq!(value(0), Some(Value::DoubleValue(0.5)));
         assert_eq!(value(1), Some(Value::IntValue(1)));
         assert_eq!(value(2), Some(Value::DoubleValue(1.0)));
-        let Some(Value::ArrayValue(top)) = value(3) else {
+        assert_eq!(value(3), Some(Value::StringValue("estimate".into())));
+        let Some(Value::ArrayValue(top)) = value(4) else {
             panic!("top rules are not an array")
         };
         assert_eq!(
@@ -93,19 +104,24 @@ mod tests {
 
     #[test]
     fn critical_path_flag_only_when_true() {
-        let keys = |critical_path| {
+        let keys = |critical_path, drag_s| {
             let mut a = AttrBuilder::new(100);
             push_rule_attributes(
                 &mut a,
                 RuleFacts {
                     weighted_s: 1.0,
                     critical_path,
+                    drag_s,
                 },
             );
             a.finish().0.into_iter().map(|kv| kv.key).collect::<Vec<_>>()
         };
-        assert_eq!(keys(true), [RULE_WEIGHTED_S, CRITICAL_PATH]);
-        assert_eq!(keys(false), [RULE_WEIGHTED_S]);
+        assert_eq!(
+            keys(true, Some(0.5)),
+            [RULE_WEIGHTED_S, CRITICAL_PATH, RULE_DRAG_S]
+        );
+        assert_eq!(keys(true, None), [RULE_WEIGHTED_S, CRITICAL_PATH]);
+        assert_eq!(keys(false, None), [RULE_WEIGHTED_S]);
         assert!(analytics_root_attributes(&BuildAnalytics::default(), 100).is_empty());
     }
 }

@@ -1,14 +1,18 @@
-//! The ccache metrics of one build (spec §3.5, DESIGN §2): one
-//! `ExportMetricsServiceRequest`, scope `compiletools.ccache`, with
-//! * `ct.ccache.events` — monotonic cumulative Sum, one int point per event
-//!   name with count > 0 (first-seen order), attribute `ccache_event`;
+//! The ccache metrics of one build (spec §3.5, DESIGN §2): scope
+//! `compiletools.ccache`, with
+//! * `ct.ccache.events` — monotonic Sum, one int point per event name with
+//!   count > 0 (first-seen order), attribute `ccache_event`;
 //! * `ct.ccache.hit_rate`, `ct.ccache.remote_hit_rate` — double Gauges.
 //!
 //! Sent once per build (DESIGN §2 fix 4; compiletools sends each snapshot
 //! twice). Sum points start at the build start and are taken at the build
-//! end, so each build is one cumulative interval of its own series (the
-//! resource's `service.instance.id` separates builds); the gauges carry only
-//! the time, as compiletools' do (a start time is meaningless for a gauge).
+//! end. With per-build identity (ct-cake's form, [`MetricsInput::per_build`])
+//! each build is one cumulative interval of its own series (the resource's
+//! `service.instance.id` separates builds) and the request is exactly
+//! ct-cake's; otherwise builds of one host share series, so the Sum is the
+//! build's delta and the points carry the keys that told builds apart on the
+//! resource (`ct.variant`, `cicd.pipeline.name`). The gauges carry only the
+//! time, as compiletools' do (a start time is meaningless for a gauge).
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
@@ -44,6 +48,13 @@ pub struct MetricsInput<'x> {
     /// Build end, Unix ns.
     pub time_unix_nano: u64,
     pub max_attribute_len: u32,
+    /// Each build is its own series (ct-cake's form): cumulative Sum, no
+    /// point attributes beyond ct-cake's. Otherwise the host's builds share
+    /// series: delta Sum, and `shared_series_attributes` on every point.
+    pub per_build: bool,
+    /// Point attributes (after ct-cake's) when `per_build` is false, e.g.
+    /// `ct.variant` and `cicd.pipeline.name`; empty values are omitted.
+    pub shared_series_attributes: Vec<(&'static str, String)>,
 }
 
 /// Builds the request; returns it with its number of data points.
@@ -51,13 +62,42 @@ pub fn build_metrics_request(
     input: MetricsInput,
     warnings: &mut Warnings,
 ) -> (ExportMetricsServiceRequest, u64) {
+    let (scope_metrics, points) = ccache_scope_metrics(&input, warnings);
+    let request = ExportMetricsServiceRequest {
+        resource_metrics: vec![ResourceMetrics {
+            resource: Some(input.resource),
+            scope_metrics: vec![scope_metrics],
+            schema_url: String::new(),
+        }],
+    };
+    (request, points)
+}
+
+/// The ccache scope of the build's metrics and its number of data points.
+pub fn ccache_scope_metrics(input: &MetricsInput, warnings: &mut Warnings) -> (ScopeMetrics, u64) {
     let events = exportable_events(input.statslog, input.max_attribute_len, warnings);
     let summary = input.statslog.summary();
+    let extra: &[(&str, String)] = if input.per_build {
+        &[]
+    } else {
+        &input.shared_series_attributes
+    };
+    let with_extra = |a: &mut AttrBuilder| {
+        for (key, value) in extra {
+            a.non_empty_string(key, value);
+        }
+    };
+    let temporality = if input.per_build {
+        AggregationTemporality::Cumulative
+    } else {
+        AggregationTemporality::Delta
+    };
     let event_points: Vec<NumberDataPoint> = events
         .iter()
         .map(|e| {
-            let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 1);
+            let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 1 + extra.len());
             a.string(EVENT_ATTRIBUTE, &e.name);
+            with_extra(&mut a);
             NumberDataPoint {
                 attributes: a.finish().0,
                 start_time_unix_nano: input.start_unix_nano,
@@ -73,6 +113,11 @@ pub fn build_metrics_request(
         description: description.to_owned(),
         data: Some(Data::Gauge(Gauge {
             data_points: vec![NumberDataPoint {
+                attributes: {
+                    let mut a = AttrBuilder::with_capacity(input.max_attribute_len, extra.len());
+                    with_extra(&mut a);
+                    a.finish().0
+                },
                 time_unix_nano: input.time_unix_nano,
                 value: Some(Value::AsDouble(value)),
                 ..Default::default()
@@ -86,7 +131,7 @@ pub fn build_metrics_request(
             description: EVENTS_DESCRIPTION.to_owned(),
             data: Some(Data::Sum(Sum {
                 data_points: event_points,
-                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                aggregation_temporality: temporality as i32,
                 is_monotonic: true,
             })),
             ..Default::default()
@@ -98,18 +143,12 @@ pub fn build_metrics_request(
             summary.remote_hit_rate(),
         ),
     ];
-    let request = ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(input.resource),
-            scope_metrics: vec![ScopeMetrics {
-                scope: Some(scope(CCACHE_SCOPE_NAME)),
-                metrics,
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }],
+    let scope_metrics = ScopeMetrics {
+        scope: Some(scope(CCACHE_SCOPE_NAME)),
+        metrics,
+        schema_url: String::new(),
     };
-    (request, points)
+    (scope_metrics, points)
 }
 
 /// Builds and serializes the request; returns the bytes and the number of
@@ -154,6 +193,8 @@ mod tests {
             start_unix_nano: 10,
             time_unix_nano: 20,
             max_attribute_len: max,
+            per_build: true,
+            shared_series_attributes: vec![("ct.variant", "v".to_owned())],
         }
     }
 
@@ -216,6 +257,35 @@ mod tests {
             (0, 20)
         );
         assert!(g.data_points[0].attributes.is_empty());
+    }
+
+    #[test]
+    fn shared_series_are_deltas_with_the_build_keys_on_every_point() {
+        let log = parse(b"# /a.cpp\ncache_miss\n");
+        let mut w = Warnings::new();
+        let mut shared = input(&log, 100);
+        shared.per_build = false;
+        shared
+            .shared_series_attributes
+            .push(("cicd.pipeline.name", String::new()));
+        let (req, _) = build_metrics_request(shared, &mut w);
+        let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+        let Some(Data::Sum(sum)) = &metrics[0].data else {
+            panic!("events is a sum")
+        };
+        assert_eq!(sum.aggregation_temporality, AggregationTemporality::Delta as i32);
+        let keys = |attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| -> Vec<String> {
+            attrs.iter().map(|kv| kv.key.clone()).collect()
+        };
+        // The empty pipeline name is omitted.
+        assert_eq!(
+            keys(&sum.data_points[0].attributes),
+            [EVENT_ATTRIBUTE, "ct.variant"]
+        );
+        let Some(Data::Gauge(g)) = &metrics[1].data else {
+            panic!("hit rate is a gauge")
+        };
+        assert_eq!(keys(&g.data_points[0].attributes), ["ct.variant"]);
     }
 
     #[test]

@@ -114,6 +114,37 @@ pub fn user_attributes(user: &[(String, String)]) -> impl Iterator<Item = (&str,
     })
 }
 
+/// The resource of a build's metrics when builds of one host share series
+/// ([`crate::request::MetricIdentity::Host`]): only what every build of the
+/// host has in common — the service, the host (also as
+/// `service.instance.id`: the host's receiver is the instance, and a
+/// Prometheus exporter's `instance` label), the CI/CD worker, the user
+/// attributes. Everything that differs between builds (`ct.invocation_id`,
+/// the PID, the commit, the VCS ref, the variant, backend and pipeline) is
+/// left out: on a shared resource it would make every build a new series.
+pub fn host_resource(req: &BuildRequest) -> Resource {
+    let mut a = AttrBuilder::with_capacity(req.limits.max_attribute_len, 6 + req.resource_attributes.len());
+    let service = if req.service_name.is_empty() {
+        DEFAULT_SERVICE_NAME
+    } else {
+        &req.service_name
+    };
+    a.string("service.name", service);
+    a.string("service.namespace", SERVICE_NAMESPACE);
+    a.non_empty_string("host.name", &req.host_name);
+    a.non_empty_string("service.instance.id", &req.host_name);
+    a.non_empty_string(semconv::WORKER_ID, &req.host_name);
+    a.non_empty_string(semconv::WORKER_NAME, &req.host_name);
+    for (key, value) in user_attributes(&req.resource_attributes) {
+        a.string(key, value);
+    }
+    let (attributes, _) = a.finish();
+    Resource {
+        attributes,
+        ..Default::default()
+    }
+}
+
 /// The resource of a CAS store scan: the service, the host and the store
 /// set's variant, then the user attributes by the same rules as a build's
 /// resource. No value is cut: a scan has no attribute length limit.

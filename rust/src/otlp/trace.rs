@@ -2,14 +2,21 @@
 //! one scope `compiletools`, a root span, one span per phase and per
 //! anchored rule, parent/child mirroring the timing tree.
 //!
-//! Two outputs share one walk over the build: [`build_trace_request`]
-//! returns the prost message (simple; tests and small builds), and
-//! [`encode_trace_request`] streams each span into the output buffer as
-//! soon as it is built, so a 100k-rule build never holds 100k `Span`
-//! structs (about twice the file size in small allocations, and most of the
-//! time: building, encoding and freeing that tree). Both give the same bytes.
-//! [`encode_trace_request_into`] does the same in a buffer the caller no
-//! longer needs (the file text), whose pages are already resident.
+//! Three outputs, one set of bytes:
+//! - [`build_trace_request`] returns the prost message, built span by span
+//!   with owned attributes (simple; the tests' reference encoding);
+//! - [`encode_trace_request`] / [`encode_trace_request_into`] write the
+//!   whole request in one buffer, each span straight from the model onto
+//!   the wire ([`super::wire`]: borrowed strings, no allocation per span);
+//! - [`TraceChunks`] owns the model and writes the trace as requests of at
+//!   most `max_spans` spans, one at a time and in any order, so the FFI can
+//!   hand a 1M-rule build over without the whole trace ever existing as
+//!   bytes (README, "Large builds").
+//!
+//! The encoders work from a [`Plan`]: the spans in pre-order (event, span
+//! id, parent), made in one walk that also counts and warns. Chunk `k` is
+//! spans `k·max_spans ..` of the plan, so it is the same bytes on every
+//! re-read of the same build.
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -19,15 +26,16 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Spa
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::analytics::push_rule_attributes;
+use super::analytics::{push_rule_attributes, CRITICAL_PATH, RULE_DRAG_S, RULE_WEIGHTED_S};
 use super::attributes::AttrBuilder;
 use super::scope::{scope, SCOPE_NAME};
 use super::semconv;
+use super::wire::{self, WireValue};
 use crate::analytics::BuildAnalytics;
 use crate::ids;
 use crate::input::pages::advise_huge_pages;
 use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
-use crate::timing::{Build, Clock, Event};
+use crate::timing::{Build, Clock, Event, EventId};
 use crate::warnings::Warnings;
 
 /// Span flags as compiletools' SDK sets them: "is-remote known, not remote".
@@ -131,10 +139,10 @@ pub fn encode_trace_request_with(
 }
 
 /// [`encode_trace_request_with`] into `buf`, whose contents are discarded
-/// and whose memory is reused: the pipeline passes the buffer of the file
-/// text it no longer needs, which is already resident (no page faults while
-/// writing) and usually larger than the output. Its capacity is also the
-/// size estimate; what remains unused at the end is given back.
+/// and whose memory is reused. Its capacity is also the size estimate;
+/// what remains unused at the end is given back. (The pipeline used to
+/// pass the file text's buffer; since the output outgrew the text it
+/// reserves a fresh one, see `pipeline/build.rs`.)
 pub fn encode_trace_request_into(
     input: TraceInput,
     extra: &[ScopeSpans],
@@ -160,11 +168,8 @@ pub fn encode_trace_request_into(
     let gap = head(&resource_head, &scope_head, estimate, 0).len();
     buf.clear();
     buf.resize(gap, 0);
-    let mut stats = walk(
-        &input,
-        &mut |span| prost::encoding::message::encode(SCOPE_SPANS_SPANS, span, &mut buf),
-        warnings,
-    );
+    let (plan, mut stats) = Plan::make(input.build, input.clock, &input.trace_id, warnings);
+    SpanEncoder::of(&input).encode(&plan.spans, 0..plan.spans.len(), &mut buf);
     let spans_len = buf.len() - gap;
     // Further ScopeSpans follow the first one inside the ResourceSpans
     // (prost writes repeated fields in order and the trailing schema_url is
@@ -211,6 +216,436 @@ fn head(resource_head: &[u8], scope_head: &[u8], spans_len: usize, extra_len: us
     head.extend_from_slice(resource_head);
     head.extend_from_slice(&scope_field);
     head
+}
+
+/// One span of the trace: its event (`None` for the root), its id, and the
+/// plan index of its parent (unused for the root).
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    event: Option<EventId>,
+    span_id: [u8; 8],
+    parent: u32,
+}
+
+/// Every span of a build in pre-order, with its id and its parent's: what
+/// the encoders write, in the order they write it. 24 bytes a span, so a
+/// 1M-rule build's plan is 24 MB beside a model of several hundred.
+struct Plan {
+    spans: Vec<Planned>,
+}
+
+impl Plan {
+    /// One walk over the build: skips unanchored rules (and their
+    /// subtrees), warns about repaired intervals and counts what the
+    /// summary reports, so that nothing the encoders do later can warn or
+    /// count (chunks are encoded in any order, some of them twice).
+    fn make(
+        build: &Build,
+        clock: &Clock,
+        trace_id: &[u8; 16],
+        warnings: &mut Warnings,
+    ) -> (Self, TraceStats) {
+        let mut p = Planner {
+            ids: ids::SpanIds::new(trace_id),
+            clock,
+            path: Vec::new(),
+            spans: Vec::with_capacity(build.event_count() + 1),
+            stats: TraceStats::default(),
+            warnings,
+        };
+        p.spans.push(Planned {
+            event: None,
+            span_id: p.ids.span_id(&[]),
+            parent: 0,
+        });
+        for child in build.children() {
+            p.visit(child, 0);
+        }
+        p.stats.spans = p.spans.len() as u64;
+        (Plan { spans: p.spans }, p.stats)
+    }
+}
+
+struct Planner<'x> {
+    ids: ids::SpanIds,
+    clock: &'x Clock,
+    path: Vec<u32>,
+    spans: Vec<Planned>,
+    stats: TraceStats,
+    warnings: &'x mut Warnings,
+}
+
+impl Planner<'_> {
+    fn visit(&mut self, event: Event, parent: u32) {
+        if event.is_rule() && !self.clock.is_anchored(&event) {
+            self.stats.unanchored_rules += 1;
+            return;
+        }
+        self.path.push(event.index());
+        let (_, repaired) = self.clock.event_interval(&event);
+        if repaired {
+            self.warnings.push(format!(
+                "{:?}: span time before 2000 or end before start; clamped",
+                event.name()
+            ));
+        }
+        self.stats.dropped_attributes += u64::from(dropped_metadata(&event));
+        let me = u32::try_from(self.spans.len()).unwrap_or(u32::MAX);
+        self.spans.push(Planned {
+            event: Some(event.id()),
+            span_id: self.ids.span_id(&self.path),
+            parent,
+        });
+        for child in event.children() {
+            self.visit(child, me);
+        }
+        self.path.pop();
+    }
+}
+
+/// Metadata values that cannot become attributes (the span's
+/// `dropped_attributes_count`).
+fn dropped_metadata(event: &Event) -> u32 {
+    let n = event
+        .metadata()
+        .filter(|(_, v)| matches!(v, crate::timing::MetaValue::Unsupported { .. }))
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+// Field numbers of `Span` (opentelemetry/proto/trace/v1/trace.proto).
+const SPAN_TRACE_ID: u32 = 1;
+const SPAN_SPAN_ID: u32 = 2;
+const SPAN_PARENT_SPAN_ID: u32 = 4;
+const SPAN_NAME: u32 = 5;
+const SPAN_KIND: u32 = 6;
+const SPAN_START: u32 = 7;
+const SPAN_END: u32 = 8;
+const SPAN_ATTRIBUTES: u32 = 9;
+const SPAN_DROPPED_ATTRIBUTES_COUNT: u32 = 10;
+const SPAN_FLAGS_FIELD: u32 = 16;
+
+/// Writes planned spans onto the wire, as prost would encode the `Span`
+/// structs [`build_trace_request`] builds (`ScopeSpans.spans` fields).
+struct SpanEncoder<'x> {
+    build: &'x Build,
+    clock: &'x Clock,
+    trace_id: [u8; 16],
+    root_attributes: &'x [KeyValue],
+    max_len: usize,
+    analytics: Option<&'x BuildAnalytics>,
+    root_kind: SpanKind,
+}
+
+impl<'x> SpanEncoder<'x> {
+    fn of(input: &'x TraceInput) -> Self {
+        Self {
+            build: input.build,
+            clock: input.clock,
+            trace_id: input.trace_id,
+            root_attributes: &input.root_attributes,
+            max_len: usize::try_from(input.max_attribute_len).unwrap_or(usize::MAX),
+            analytics: input.analytics,
+            root_kind: if input.root_span_server {
+                SpanKind::Server
+            } else {
+                SpanKind::Internal
+            },
+        }
+    }
+
+    /// Appends the spans `range` of `plan` to `out`. Allocates a few
+    /// buffers per call, none per span.
+    fn encode(&self, plan: &[Planned], range: std::ops::Range<usize>, out: &mut Vec<u8>) {
+        let mut body = Vec::with_capacity(1024);
+        let mut name = String::with_capacity(256);
+        let mut attrs: Vec<(&'x str, WireValue<'x>)> = Vec::with_capacity(16);
+        for planned in plan.get(range).unwrap_or(&[]) {
+            body.clear();
+            match planned.event.and_then(|id| self.build.event(id)) {
+                None => self.root(planned, &mut body),
+                Some(event) => {
+                    let parent = plan.get(planned.parent as usize).map_or([0; 8], |p| p.span_id);
+                    self.event(event, planned, &parent, &mut name, &mut attrs, &mut body);
+                }
+            }
+            wire::put_bytes(SCOPE_SPANS_SPANS, &body, out);
+        }
+    }
+
+    fn root(&self, planned: &Planned, out: &mut Vec<u8>) {
+        use prost::encoding::message;
+        let (start, end) = self.clock.root_interval();
+        self.head(&planned.span_id, None, ROOT_SPAN_NAME, self.root_kind, out);
+        self.times(start, end, out);
+        for kv in self.root_attributes {
+            message::encode(SPAN_ATTRIBUTES, kv, out);
+        }
+        wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
+    }
+
+    fn event(
+        &self,
+        event: Event<'x>,
+        planned: &Planned,
+        parent: &[u8; 8],
+        name: &mut String,
+        attrs: &mut Vec<(&'x str, WireValue<'x>)>,
+        out: &mut Vec<u8>,
+    ) {
+        let ((start, end), _) = self.clock.event_interval(&event);
+        write_span_name(name, &event);
+        self.head(&planned.span_id, Some(parent), name, SpanKind::Internal, out);
+        self.times(start, end, out);
+        let dropped = self.attributes(event, attrs);
+        for (key, value) in attrs.iter() {
+            wire::put_key_value(SPAN_ATTRIBUTES, key, value, self.max_len, out);
+        }
+        if dropped > 0 {
+            wire::put_varint(SPAN_DROPPED_ATTRIBUTES_COUNT, u64::from(dropped), out);
+        }
+        wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
+    }
+
+    /// Fields 1 to 6: ids, name, kind (trace_state is always empty).
+    fn head(
+        &self,
+        span_id: &[u8; 8],
+        parent: Option<&[u8; 8]>,
+        name: &str,
+        kind: SpanKind,
+        out: &mut Vec<u8>,
+    ) {
+        wire::put_bytes(SPAN_TRACE_ID, &self.trace_id, out);
+        wire::put_bytes(SPAN_SPAN_ID, span_id, out);
+        if let Some(parent) = parent {
+            wire::put_bytes(SPAN_PARENT_SPAN_ID, parent, out);
+        }
+        if !name.is_empty() {
+            wire::put_bytes(SPAN_NAME, name.as_bytes(), out);
+        }
+        wire::put_varint(SPAN_KIND, kind as i32 as u64, out);
+    }
+
+    fn times(&self, start: i64, end: i64, out: &mut Vec<u8>) {
+        for (field, t) in [(SPAN_START, start), (SPAN_END, end)] {
+            let t = unix_nanos(t);
+            if t != 0 {
+                wire::put_fixed64(field, t, out);
+            }
+        }
+    }
+
+    /// The attributes of a phase or rule span in the order and with the
+    /// overrides of [`SpanWriter::set_attributes`] (`AttrBuilder`'s rules:
+    /// a later value of a key replaces the earlier one in its place; a
+    /// metadata key is looked up among the built-in keys before it only).
+    /// Returns the number of dropped metadata values.
+    fn attributes(&self, event: Event<'x>, attrs: &mut Vec<(&'x str, WireValue<'x>)>) -> u32 {
+        attrs.clear();
+        let mut builtins = 0;
+        let mut builtin =
+            |attrs: &mut Vec<(&'x str, WireValue<'x>)>, key: &'x str, v: WireValue<'x>| match attrs
+                .iter_mut()
+                .find(|(k, _)| *k == key)
+            {
+                Some(slot) => slot.1 = v,
+                None => {
+                    attrs.push((key, v));
+                    builtins += 1;
+                }
+            };
+        let rule_type = event.rule_type();
+        let (target, source) = (event.target(), event.source());
+        if let Some(rule_type) = rule_type {
+            builtin(attrs, "ct.rule_type", WireValue::Str(rule_type));
+            if !target.is_empty() {
+                builtin(attrs, "ct.target", WireValue::Str(target));
+            }
+            if !source.is_empty() {
+                builtin(attrs, "ct.source", WireValue::Str(source));
+            }
+        }
+        let metadata_from = attrs.len();
+        let mut dropped = 0u32;
+        for (key, value) in event.metadata() {
+            if matches!(value, crate::timing::MetaValue::Unsupported { .. }) {
+                dropped = dropped.saturating_add(1);
+            }
+            let Some(v) = WireValue::of_meta(value) else {
+                continue;
+            };
+            match attrs[..metadata_from].iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = v,
+                None => attrs.push((key, v)),
+            }
+        }
+        // Keep in step with `push_rule_attributes` and
+        // `push_rule_history_attributes` (the reference encoder's).
+        if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
+            builtin(attrs, RULE_WEIGHTED_S, WireValue::Double(facts.weighted_s));
+            if facts.critical_path {
+                builtin(attrs, CRITICAL_PATH, WireValue::Bool(true));
+            }
+            if let Some(drag) = facts.drag_s {
+                builtin(attrs, RULE_DRAG_S, WireValue::Double(drag));
+            }
+        }
+        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
+            if let Some(saved) = h.time_saved_s {
+                builtin(attrs, super::history::RULE_TIME_SAVED_S, WireValue::Double(saved));
+            }
+            if let Some(delta) = h.duration_delta_s {
+                builtin(attrs, super::history::RULE_DURATION_DELTA_S, WireValue::Double(delta));
+            }
+        }
+        if let Some(rule_type) = rule_type {
+            if !target.is_empty() {
+                builtin(attrs, semconv::TASK_NAME, WireValue::Str(target));
+            }
+            let task = if rule_type == "test" { "test" } else { "build" };
+            builtin(attrs, semconv::TASK_TYPE, WireValue::Str(task));
+        }
+        dropped
+    }
+}
+
+/// What [`TraceChunks`] owns: a [`TraceInput`] with the model moved in,
+/// plus the further `ScopeSpans` of [`build_trace_request_with`].
+pub struct TraceParts {
+    pub build: Build,
+    pub clock: Clock,
+    pub analytics: BuildAnalytics,
+    pub trace_id: [u8; 16],
+    pub resource: Resource,
+    pub root_attributes: Vec<KeyValue>,
+    pub max_attribute_len: u32,
+    pub root_span_server: bool,
+    pub extra: Vec<ScopeSpans>,
+}
+
+/// A build's trace as requests of at most `max_spans` spans each, encoded
+/// on demand: request `k` holds spans `k·max_spans ..` of the trace in
+/// pre-order (the build's spans, then those of the further scopes), under
+/// the build's resource and the scope each span belongs to. Every parent
+/// is in the same request as its child or an earlier one; the bytes of
+/// request `k` depend only on the build and `max_spans`.
+pub struct TraceChunks {
+    parts: TraceParts,
+    resource_head: Vec<u8>,
+    scope_head: Vec<u8>,
+    plan: Plan,
+    max_spans: usize,
+    total: usize,
+    stats: TraceStats,
+}
+
+impl TraceChunks {
+    /// Plans the trace (warnings go to `warnings` now, none later);
+    /// `max_spans` 0 means one request.
+    pub fn new(parts: TraceParts, max_spans: usize, warnings: &mut Warnings) -> Self {
+        let (plan, mut stats) = Plan::make(&parts.build, &parts.clock, &parts.trace_id, warnings);
+        let extra_spans: usize = parts.extra.iter().map(|ss| ss.spans.len()).sum();
+        stats.spans += extra_spans as u64;
+        let resource_head = ResourceSpans {
+            resource: Some(parts.resource.clone()),
+            scope_spans: Vec::new(),
+            schema_url: String::new(),
+        }
+        .encode_to_vec();
+        let scope_head = ScopeSpans {
+            scope: Some(scope(SCOPE_NAME)),
+            spans: Vec::new(),
+            schema_url: String::new(),
+        }
+        .encode_to_vec();
+        let total = plan.spans.len() + extra_spans;
+        Self {
+            parts,
+            resource_head,
+            scope_head,
+            plan,
+            max_spans: if max_spans == 0 { total.max(1) } else { max_spans },
+            total,
+            stats,
+        }
+    }
+
+    pub fn stats(&self) -> TraceStats {
+        self.stats
+    }
+
+    pub fn trace_id(&self) -> [u8; 16] {
+        self.parts.trace_id
+    }
+
+    /// Number of requests (at least one: the root).
+    pub fn len(&self) -> usize {
+        self.total.div_ceil(self.max_spans)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Request `k` as `ExportTraceServiceRequest` bytes; `None` past the end.
+    pub fn chunk(&self, k: usize) -> Option<Vec<u8>> {
+        let start = k.checked_mul(self.max_spans).filter(|s| *s < self.total)?;
+        let end = start.saturating_add(self.max_spans).min(self.total);
+        let planned = self.plan.spans.len();
+        let p = &self.parts;
+        let input = TraceInput {
+            build: &p.build,
+            clock: &p.clock,
+            trace_id: p.trace_id,
+            resource: Resource::default(),
+            root_attributes: Vec::new(),
+            max_attribute_len: p.max_attribute_len,
+            analytics: Some(&p.analytics),
+            root_span_server: p.root_span_server,
+        };
+        let mut encoder = SpanEncoder::of(&input);
+        encoder.root_attributes = &p.root_attributes;
+        let mut spans = Vec::with_capacity((end - start) * 1024);
+        if start < planned {
+            encoder.encode(&self.plan.spans, start..end.min(planned), &mut spans);
+        }
+        // Spans of the further scopes, each part under its own scope.
+        let mut more = Vec::new();
+        let mut first = planned;
+        for ss in &p.extra {
+            let (lo, hi) = (start.max(first), end.min(first + ss.spans.len()));
+            if lo < hi {
+                let part = ScopeSpans {
+                    scope: ss.scope.clone(),
+                    spans: ss.spans[lo - first..hi - first].to_vec(),
+                    schema_url: ss.schema_url.clone(),
+                };
+                prost::encoding::message::encode(RESOURCE_SPANS_SCOPE_SPANS, &part, &mut more);
+            }
+            first += ss.spans.len();
+        }
+        let first_scope = if spans.is_empty() {
+            0
+        } else {
+            wire::delimited_len(RESOURCE_SPANS_SCOPE_SPANS, self.scope_head.len() + spans.len())
+        };
+        let resource_spans = self.resource_head.len() + first_scope + more.len();
+        let mut out = Vec::with_capacity(wire::delimited_len(REQUEST_RESOURCE_SPANS, resource_spans));
+        wire::put_delimited_head(REQUEST_RESOURCE_SPANS, resource_spans, &mut out);
+        out.extend_from_slice(&self.resource_head);
+        if !spans.is_empty() {
+            wire::put_delimited_head(
+                RESOURCE_SPANS_SCOPE_SPANS,
+                self.scope_head.len() + spans.len(),
+                &mut out,
+            );
+            out.extend_from_slice(&self.scope_head);
+            out.extend_from_slice(&spans);
+        }
+        out.extend_from_slice(&more);
+        Some(out)
+    }
 }
 
 /// Builds every span, handing each to `sink` in pre-order. The span passed
@@ -322,6 +757,9 @@ impl SpanWriter<'_> {
         }
         if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
             push_rule_attributes(&mut a, facts);
+        }
+        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
+            super::history::push_rule_history_attributes(&mut a, h);
         }
         semconv::push_rule_attributes(&mut a, event);
         let (attributes, spare, dropped) = a.finish_recycling();
@@ -482,6 +920,186 @@ mod tests {
             assert_eq!(stats_a.spans, rules as u64 + 3);
             assert_eq!(bytes, request.encode_to_vec(), "{rules} rules");
             assert_eq!(request.resource_spans[0].scope_spans.len(), 2);
+        }
+    }
+
+    /// Rules whose metadata collides with every built-in key, values of
+    /// every type, cut strings, unsupported values, an empty key, a test
+    /// rule and a rule without target: the wire encoder must give prost's
+    /// bytes for all of them.
+    fn tricky_build() -> Build {
+        let doc = json!({
+            "timestamp": "2026-11-30T03:43:45+00:00",
+            "start_s": 100.0,
+            "total_elapsed_s": 10.0,
+            "phases": [{
+                "name": "build_execution",
+                "start_s": 100.5,
+                "end_s": 109.0,
+                "metadata": {"phase.key": "v", "n": null},
+                "rules": [
+                    {"name": "a.cpp", "rule_type": "compile", "target": "/o/a.o", "source": "/s/a.cpp",
+                     "start_s": 101.0, "end_s": 102.0,
+                     "metadata": {"ct.target": 7, "ct.rule.weighted_s": "x", "cicd.pipeline.task.name": "y",
+                                  "": "empty key", "obj": {"a": 1}, "mixed": [1, "a"],
+                                  "s": "a string much longer than the limit of sixty-four bytes, cut there",
+                                  "b": false, "i": -5, "d": 0.0, "ba": [true, false], "ia": [0, -1, 300],
+                                  "da": [1.5], "sa": ["x", "", "é".repeat(40)], "e": []}},
+                    {"name": "t", "rule_type": "test", "target": "bin/t", "start_s": 102.0, "end_s": 103.0,
+                     "metadata": {"ct.rule_type": "override", "ct.critical_path": false}},
+                    {"name": "m", "rule_type": "mkdir", "start_s": 103.0, "end_s": 103.0,
+                     "children": [{"name": "c", "rule_type": "x", "start_s": 103.0, "end_s": 103.0}]},
+                    {"name": "unanchored", "rule_type": "compile", "start_s": 0.0, "end_s": 1.0},
+                    {"name": "early", "rule_type": "compile", "start_s": 101.0, "end_s": 100.0}
+                ],
+            }, {"name": "postbuild_scripts", "start_s": 109.0, "end_s": 109.5}],
+        });
+        parse_for_test(&doc.to_string())
+    }
+
+    #[test]
+    fn wire_encoder_equals_prost_on_tricky_attributes() {
+        let build = tricky_build();
+        let clock = Clock::for_build(&build).unwrap();
+        let analytics = crate::analytics::analyze(&build, &clock);
+        for with_analytics in [false, true] {
+            let make = || {
+                let mut i = input(&build, &clock, Resource::default());
+                i.analytics = with_analytics.then_some(&analytics);
+                i
+            };
+            let (request, stats_a) = build_trace_request(make(), &mut Warnings::new());
+            let (bytes, stats_b) = encode_trace_request(make(), 0, &mut Warnings::new());
+            assert_eq!(stats_a, stats_b);
+            assert_eq!(stats_a.dropped_attributes, 2);
+            assert_eq!(stats_a.unanchored_rules, 1);
+            assert_eq!(bytes, request.encode_to_vec(), "analytics {with_analytics}");
+        }
+    }
+
+    fn parts(build: Build, extra: Vec<ScopeSpans>) -> TraceParts {
+        let clock = Clock::for_build(&build).unwrap();
+        let analytics = crate::analytics::analyze(&build, &clock);
+        TraceParts {
+            build,
+            clock,
+            analytics,
+            trace_id: [9; 16],
+            resource: Resource {
+                attributes: vec![KeyValue {
+                    key: "service.name".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            root_attributes: vec![KeyValue {
+                key: "r".into(),
+                ..Default::default()
+            }],
+            max_attribute_len: 64,
+            root_span_server: false,
+            extra,
+        }
+    }
+
+    /// The whole request the chunks must add up to, from the reference
+    /// encoder.
+    fn whole(p: &TraceParts) -> ExportTraceServiceRequest {
+        let i = TraceInput {
+            build: &p.build,
+            clock: &p.clock,
+            trace_id: p.trace_id,
+            resource: p.resource.clone(),
+            root_attributes: p.root_attributes.clone(),
+            max_attribute_len: p.max_attribute_len,
+            analytics: Some(&p.analytics),
+            root_span_server: p.root_span_server,
+        };
+        build_trace_request_with(i, p.extra.clone(), &mut Warnings::new()).0
+    }
+
+    fn snapshot_scope() -> ScopeSpans {
+        ScopeSpans {
+            scope: Some(scope("compiletools.ccache")),
+            spans: vec![Span {
+                name: "ct.ccache.snapshot".into(),
+                span_id: vec![1; 8],
+                ..Default::default()
+            }],
+            schema_url: String::new(),
+        }
+    }
+
+    #[test]
+    fn chunks_cut_the_whole_trace_at_span_boundaries() {
+        for (rules, extra) in [
+            (0, vec![]),
+            (5, vec![snapshot_scope()]),
+            (300, vec![]),
+            (300, vec![snapshot_scope()]),
+        ] {
+            let build = if rules == 5 {
+                tricky_build()
+            } else {
+                sample_build(rules)
+            };
+            let p = parts(build, extra);
+            let reference = whole(&p);
+            let rs = &reference.resource_spans[0];
+            // (scope name, span) in trace order.
+            let expected: Vec<(String, Span)> = rs
+                .scope_spans
+                .iter()
+                .flat_map(|ss| {
+                    let name = ss.scope.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                    ss.spans.iter().map(move |sp| (name.clone(), sp.clone()))
+                })
+                .collect();
+            for max in [0, 1, 2, 3, 7, 128, 1000] {
+                let chunks = TraceChunks::new(parts_clone(&p), max, &mut Warnings::new());
+                assert_eq!(chunks.stats().spans as usize, expected.len());
+                let mut got = Vec::new();
+                for k in 0..chunks.len() {
+                    let bytes = chunks.chunk(k).unwrap();
+                    assert_eq!(chunks.chunk(k).unwrap(), bytes, "chunk {k} is not deterministic");
+                    let req = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+                    assert_eq!(req.resource_spans.len(), 1);
+                    let chunk_rs = &req.resource_spans[0];
+                    assert_eq!(chunk_rs.resource, rs.resource, "chunk {k} lacks the resource");
+                    let n: usize = chunk_rs.scope_spans.iter().map(|ss| ss.spans.len()).sum();
+                    assert!(
+                        n >= 1 && (max == 0 || n <= max),
+                        "chunk {k} has {n} spans (max {max})"
+                    );
+                    for ss in &chunk_rs.scope_spans {
+                        assert!(!ss.spans.is_empty(), "empty scope in chunk {k}");
+                        let name = ss.scope.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                        got.extend(ss.spans.iter().map(|sp| (name.clone(), sp.clone())));
+                    }
+                }
+                assert!(chunks.chunk(chunks.len()).is_none());
+                assert_eq!(got, expected, "{rules} rules, max {max}");
+                // Every parent is in the same chunk or an earlier one.
+                let mut seen = std::collections::HashSet::new();
+                for (_, span) in &got {
+                    assert!(span.parent_span_id.is_empty() || seen.contains(&span.parent_span_id));
+                    seen.insert(span.span_id.clone());
+                }
+            }
+        }
+    }
+
+    fn parts_clone(p: &TraceParts) -> TraceParts {
+        TraceParts {
+            build: p.build.clone(),
+            clock: p.clock,
+            analytics: p.analytics.clone(),
+            trace_id: p.trace_id,
+            resource: p.resource.clone(),
+            root_attributes: p.root_attributes.clone(),
+            max_attribute_len: p.max_attribute_len,
+            root_span_server: p.root_span_server,
+            extra: p.extra.clone(),
         }
     }
 }

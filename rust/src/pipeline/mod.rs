@@ -5,8 +5,9 @@
 //! fills in what they return; tests, examples and benches call them
 //! directly.
 
-mod build;
+pub(crate) mod build;
 mod cas;
+mod history;
 
-pub use build::{process_build, TIMING_FILE};
+pub use build::{open_build, process_build, BuildStream, TIMING_FILE};
 pub use cas::scan_set;

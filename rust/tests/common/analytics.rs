@@ -25,18 +25,23 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 pub const PARALLELISM_AVG: &str = "ct.build.parallelism.avg";
 pub const PARALLELISM_MAX: &str = "ct.build.parallelism.max";
 pub const CRITICAL_PATH_S: &str = "ct.build.critical_path_s";
+pub const CRITICAL_PATH_METHOD: &str = "ct.build.critical_path.method";
 pub const TOP_WEIGHTED_RULES: &str = "ct.build.top_weighted_rules";
 pub const RULE_WEIGHTED_S: &str = "ct.rule.weighted_s";
 pub const CRITICAL_PATH: &str = "ct.critical_path";
+pub const RULE_DRAG_S: &str = "ct.rule.drag_s";
 /// Every root key, in the order they are emitted.
-pub const ROOT_KEYS: [&str; 4] = [
+pub const ROOT_KEYS: [&str; 5] = [
     PARALLELISM_AVG,
     PARALLELISM_MAX,
     CRITICAL_PATH_S,
+    CRITICAL_PATH_METHOD,
     TOP_WEIGHTED_RULES,
 ];
 /// Every rule key, in the order they are emitted.
-pub const RULE_KEYS: [&str; 2] = [RULE_WEIGHTED_S, CRITICAL_PATH];
+pub const RULE_KEYS: [&str; 3] = [RULE_WEIGHTED_S, CRITICAL_PATH, RULE_DRAG_S];
+/// The values of `ct.build.critical_path.method`.
+pub const PATH_METHODS: [&str; 3] = ["estimate", "ninja_graph", "make_graph"];
 /// How many rules the top list names.
 pub const TOP_N: usize = 10;
 
@@ -72,6 +77,7 @@ pub struct Rule {
     pub end: i64,
     pub weighted_s: Option<f64>,
     pub critical_path: bool,
+    pub drag_s: Option<f64>,
 }
 
 /// What the check found, for tests that also know the answers.
@@ -81,6 +87,8 @@ pub struct Found {
     pub busy_s: f64,
     pub max_parallel: i64,
     pub critical_path_s: Option<f64>,
+    /// `ct.build.critical_path.method`.
+    pub method: Option<String>,
     pub parallelism_avg: Option<f64>,
     pub top: Vec<String>,
 }
@@ -110,8 +118,9 @@ pub fn check(spans: &[Span], tolerance_ns: i64) -> Result<Found, String> {
         let counted = is_rule(s) && !has_rule_ancestor(s);
         let weighted_s = double(s, RULE_WEIGHTED_S);
         let flag = value(s, CRITICAL_PATH);
+        let drag_s = double(s, RULE_DRAG_S);
         if !counted {
-            if weighted_s.is_some() || flag.is_some() {
+            if weighted_s.is_some() || flag.is_some() || value(s, RULE_DRAG_S).is_some() {
                 let _ = writeln!(d, "{}: analytics on a span that is no counted rule", s.name);
             }
             continue;
@@ -136,7 +145,11 @@ pub fn check(spans: &[Span], tolerance_ns: i64) -> Result<Found, String> {
             end: s.end_time_unix_nano as i64,
             weighted_s,
             critical_path: flag.is_some(),
+            drag_s,
         });
+        if drag_s.is_some() && flag.is_none() {
+            let _ = writeln!(d, "{}: {RULE_DRAG_S} off the critical path", s.name);
+        }
     }
 
     let mut found = Found::default();
@@ -237,53 +250,76 @@ pub fn check(spans: &[Span], tolerance_ns: i64) -> Result<Found, String> {
     let max_end = rules.iter().map(|r| r.end).max().unwrap_or(0);
     let min_start = rules.iter().map(|r| r.start).min().unwrap_or(0);
     found.critical_path_s = double(root, CRITICAL_PATH_S);
-    if let (Some(first), Some(last)) = (path.first(), path.last()) {
-        if last.end != max_end {
+    found.method = match value(root, CRITICAL_PATH_METHOD) {
+        Some(Value::StringValue(m)) if PATH_METHODS.contains(&m.as_str()) => Some(m.clone()),
+        other => {
             let _ = writeln!(
                 d,
-                "the path ends with {} at {}, not at the last end {max_end}",
-                last.name, last.end
+                "root {CRITICAL_PATH_METHOD} = {other:?}, expected one of {PATH_METHODS:?}"
             );
+            None
         }
-        let has_predecessor = |r: &Rule| {
-            rules
-                .iter()
-                .any(|q| q.start < r.start && q.end <= r.start + tolerance_ns)
-        };
-        if has_predecessor(first) {
-            let _ = writeln!(d, "the path's first rule {} has a predecessor", first.name);
-        }
-        for pair in path.windows(2) {
-            let (p, q) = (pair[0], pair[1]);
-            if p.start >= q.start || p.end > q.start + tolerance_ns {
-                let _ = writeln!(d, "path step {} → {} is not a chain in time", p.name, q.name);
-            }
-            if let Some(later) = rules
-                .iter()
-                .find(|r| r.start < q.start && r.end <= q.start + tolerance_ns && r.end > p.end)
-            {
+    };
+    if found.method.as_deref().is_some_and(|m| m != "estimate") {
+        check_exact_path(
+            &mut d,
+            &path,
+            found.critical_path_s,
+            tolerance_ns,
+            max_end - min_start,
+        );
+    } else if path.iter().any(|r| r.drag_s.is_some()) {
+        let _ = writeln!(d, "{RULE_DRAG_S} on an estimated path");
+    }
+    if found.method.as_deref() == Some("estimate") {
+        if let (Some(first), Some(last)) = (path.first(), path.last()) {
+            if last.end != max_end {
                 let _ = writeln!(
                     d,
-                    "path step {} → {}: {} finished later before {} started",
-                    p.name, q.name, later.name, q.name
+                    "the path ends with {} at {}, not at the last end {max_end}",
+                    last.name, last.end
                 );
             }
-        }
-        let length_s = (last.end - first.start) as f64 / 1e9;
-        match found.critical_path_s {
-            Some(got) if (got - length_s).abs() <= 1e-9 => {}
-            got => {
-                let _ = writeln!(
-                    d,
-                    "root {CRITICAL_PATH_S} = {got:?}, the flagged path is {length_s} s"
-                );
+            let has_predecessor = |r: &Rule| {
+                rules
+                    .iter()
+                    .any(|q| q.start < r.start && q.end <= r.start + tolerance_ns)
+            };
+            if has_predecessor(first) {
+                let _ = writeln!(d, "the path's first rule {} has a predecessor", first.name);
             }
+            for pair in path.windows(2) {
+                let (p, q) = (pair[0], pair[1]);
+                if p.start >= q.start || p.end > q.start + tolerance_ns {
+                    let _ = writeln!(d, "path step {} → {} is not a chain in time", p.name, q.name);
+                }
+                if let Some(later) = rules
+                    .iter()
+                    .find(|r| r.start < q.start && r.end <= q.start + tolerance_ns && r.end > p.end)
+                {
+                    let _ = writeln!(
+                        d,
+                        "path step {} → {}: {} finished later before {} started",
+                        p.name, q.name, later.name, q.name
+                    );
+                }
+            }
+            let length_s = (last.end - first.start) as f64 / 1e9;
+            match found.critical_path_s {
+                Some(got) if (got - length_s).abs() <= 1e-9 => {}
+                got => {
+                    let _ = writeln!(
+                        d,
+                        "root {CRITICAL_PATH_S} = {got:?}, the flagged path is {length_s} s"
+                    );
+                }
+            }
+            if length_s > (max_end - min_start) as f64 / 1e9 + 1e-9 {
+                let _ = writeln!(d, "the path ({length_s} s) is longer than the rules' extent");
+            }
+        } else {
+            let _ = writeln!(d, "{} counted rules but no {CRITICAL_PATH} rule", rules.len());
         }
-        if length_s > (max_end - min_start) as f64 / 1e9 + 1e-9 {
-            let _ = writeln!(d, "the path ({length_s} s) is longer than the rules' extent");
-        }
-    } else {
-        let _ = writeln!(d, "{} counted rules but no {CRITICAL_PATH} rule", rules.len());
     }
 
     // Top weighted rules: the i-th name is a rule with the i-th largest
@@ -329,5 +365,54 @@ pub fn check(spans: &[Span], tolerance_ns: i64) -> Result<Found, String> {
         Ok(found)
     } else {
         Err(d)
+    }
+}
+
+/// An exact path (from a build graph) as the trace can check it without
+/// the graph: a dependency finishes before its dependent starts, so the
+/// path is a chain in time; its length is the sum of its rules' durations,
+/// never more than the rules' extent; every path rule has a drag between 0
+/// and its duration.
+fn check_exact_path(d: &mut String, path: &[&Rule], length: Option<f64>, tolerance_ns: i64, extent_ns: i64) {
+    if path.is_empty() {
+        let _ = writeln!(d, "an exact path without {CRITICAL_PATH} rules");
+        return;
+    }
+    for pair in path.windows(2) {
+        let (p, q) = (pair[0], pair[1]);
+        if p.end > q.start + tolerance_ns {
+            let _ = writeln!(
+                d,
+                "exact path step {} → {} is not a chain in time",
+                p.name, q.name
+            );
+        }
+    }
+    let sum_ns: i64 = path.iter().map(|r| r.end - r.start).sum();
+    let sum_s = sum_ns as f64 / 1e9;
+    match length {
+        Some(got) if (got - sum_s).abs() <= 1e-9 => {}
+        got => {
+            let _ = writeln!(
+                d,
+                "root {CRITICAL_PATH_S} = {got:?}, the flagged rules take {sum_s} s"
+            );
+        }
+    }
+    if sum_ns > extent_ns {
+        let _ = writeln!(d, "the exact path ({sum_s} s) is longer than the rules' extent");
+    }
+    for r in path {
+        let duration_s = (r.end - r.start) as f64 / 1e9;
+        match r.drag_s {
+            Some(drag) if (0.0..=duration_s + 1e-9).contains(&drag) => {}
+            other => {
+                let _ = writeln!(
+                    d,
+                    "{}: {RULE_DRAG_S} = {other:?}, expected 0..={duration_s}",
+                    r.name
+                );
+            }
+        }
     }
 }

@@ -103,10 +103,12 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
         design: "issue 15, README \"Build analytics\"",
         what: "additions ct-cake does not compute: our root span ends with ct.build.parallelism.avg (only \
                with a build_execution phase), ct.build.parallelism.max, ct.build.critical_path_s, \
-               ct.build.top_weighted_rules, present exactly when some rule span has analytics; each rule \
-               span not below another rule ends with ct.rule.weighted_s and, on the critical path only, \
-               ct.critical_path = true. They must be the trailing keys, in this order, with these types \
-               (double ≥ 0, int ≥ 1, double ≥ 0, 1–10 strings; double ≥ 0, bool true), and nowhere else; \
+               ct.build.critical_path.method, ct.build.top_weighted_rules, present exactly when some \
+               rule span has analytics; each rule span not below another rule ends with \
+               ct.rule.weighted_s and, on the critical path only, ct.critical_path = true and (exact \
+               path only) ct.rule.drag_s. They must be the trailing keys, in this order, with these types \
+               (double ≥ 0, int ≥ 1, double ≥ 0, estimate|ninja_graph|make_graph, 1–10 strings; \
+               double ≥ 0, bool true, double ≥ 0), and nowhere else; \
                they are removed before the exact comparison. Their values are checked against an \
                independent reading of our spans on every corpus case by tests/analytics.rs",
         in_corpus: true,

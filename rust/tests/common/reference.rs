@@ -32,7 +32,9 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use prost::Message;
 use serde_json::Value as Json;
 
-use super::analytics::{ROOT_KEYS as ANALYTICS_ROOT_KEYS, RULE_KEYS as ANALYTICS_RULE_KEYS, TOP_N};
+use super::analytics::{
+    PATH_METHODS, ROOT_KEYS as ANALYTICS_ROOT_KEYS, RULE_KEYS as ANALYTICS_RULE_KEYS, TOP_N,
+};
 use super::intended;
 pub use super::intended::Tally;
 use super::oracle::{layer_of, PerTu};
@@ -934,13 +936,15 @@ fn undo_analytics(
                     && (!found.contains(&ANALYTICS_ROOT_KEYS[0]) || nonneg(ANALYTICS_ROOT_KEYS[0]))
                     && matches!(get(ANALYTICS_ROOT_KEYS[1]), Some(Attr::Int(m)) if *m >= 1)
                     && nonneg(ANALYTICS_ROOT_KEYS[2])
-                    && matches!(get(ANALYTICS_ROOT_KEYS[3]), Some(Attr::Array(a))
+                    && matches!(get(ANALYTICS_ROOT_KEYS[3]), Some(Attr::Str(m)) if PATH_METHODS.contains(&m.as_str()))
+                    && matches!(get(ANALYTICS_ROOT_KEYS[4]), Some(Attr::Array(a))
                         if (1..=TOP_N).contains(&a.len()) && a.iter().all(|v| matches!(v, Attr::Str(_))))
             }
             Analytics::Rule => {
-                (found == ANALYTICS_RULE_KEYS[..1] || found == ANALYTICS_RULE_KEYS)
+                (1..=ANALYTICS_RULE_KEYS.len()).any(|n| found == ANALYTICS_RULE_KEYS[..n])
                     && nonneg(ANALYTICS_RULE_KEYS[0])
                     && (found.len() == 1 || get(ANALYTICS_RULE_KEYS[1]) == Some(&Attr::Bool(true)))
+                    && (found.len() < 3 || nonneg(ANALYTICS_RULE_KEYS[2]))
             }
         };
     if !ok {

@@ -1,0 +1,77 @@
+package compiletoolsreceiver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// LiveConfig: progress of running builds as log records (issue 16). It is
+// active only when the receiver is in a logs pipeline.
+type LiveConfig struct {
+	// Enabled turns live tracking on (it still needs a logs pipeline).
+	Enabled bool `mapstructure:"enabled"`
+	// Interval is how often the growing files of running builds are read.
+	Interval time.Duration `mapstructure:"interval"`
+	// MaxRecordsPerBuild caps the records read from one build per
+	// interval; the rest waits for the next one, so a huge burst from one
+	// build neither floods the pipeline nor starves the other builds.
+	MaxRecordsPerBuild int `mapstructure:"max_records_per_build"`
+	// AbandonAfter: a build without timing.json this long after it was
+	// first seen is taken as dead.
+	AbandonAfter time.Duration `mapstructure:"abandon_after"`
+	// AbandonWhenPIDGone: a build whose ct-cake PID (from the directory
+	// name) no longer exists on this host is taken as dead. Turn it off
+	// when builds run in another PID namespace than the collector.
+	AbandonWhenPIDGone bool `mapstructure:"abandon_when_pid_gone"`
+	// Files maps builds to the growing files outside their invocation
+	// directory (the make backend's timing log, ninja's .ninja_log), whose
+	// location depends on the build's working directory.
+	Files []LiveFilesMapping `mapstructure:"files"`
+
+	_ struct{}
+}
+
+// LiveFilesMapping: builds whose invocation directory matches Include have
+// their make timing logs in MakeTimingDir and their ninja log at NinjaLog.
+type LiveFilesMapping struct {
+	Include       string `mapstructure:"include"`
+	MakeTimingDir string `mapstructure:"make_timing_dir"`
+	NinjaLog      string `mapstructure:"ninja_log"`
+
+	_ struct{}
+}
+
+func defaultLiveConfig() LiveConfig {
+	return LiveConfig{
+		Enabled:            true,
+		Interval:           time.Second,
+		MaxRecordsPerBuild: 1000,
+		AbandonAfter:       24 * time.Hour,
+		AbandonWhenPIDGone: true,
+	}
+}
+
+func (l LiveConfig) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if l.Interval <= 0 {
+		add("live.interval: must be positive, got %s", l.Interval)
+	}
+	if l.MaxRecordsPerBuild < 1 || l.MaxRecordsPerBuild > 1<<20 {
+		add("live.max_records_per_build: must be 1 to %d, got %d", 1<<20, l.MaxRecordsPerBuild)
+	}
+	if l.AbandonAfter <= 0 {
+		add("live.abandon_after: must be positive, got %s", l.AbandonAfter)
+	}
+	for i, m := range l.Files {
+		if m.Include == "" || !doublestar.ValidatePathPattern(m.Include) {
+			add("live.files[%d].include: invalid glob %q", i, m.Include)
+		}
+		if m.MakeTimingDir == "" && m.NinjaLog == "" {
+			add("live.files[%d]: set make_timing_dir, ninja_log or both", i)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,142 @@
+package compiletoolsreceiver
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+)
+
+// Which running builds the tracker follows: the running directories of
+// each poll, new invocation directories the file watches saw, and builds
+// followed before a restart.
+
+// takeBorn follows a directory the watches saw created, before any poll
+// lists it; one that is excluded or already finished is left to the polls.
+func (t *liveTracker) takeBorn(dir string, now time.Time) {
+	if !t.haveScan || t.builds[dir] != nil || t.ignored[dir] || exists(filepath.Join(dir, discovery.TimingFile)) {
+		return
+	}
+	for _, p := range t.r.cfg.Exclude {
+		if ok, _ := doublestar.PathMatch(p, dir); ok {
+			return
+		}
+	}
+	t.follow(dir, now)
+}
+
+// follow starts following a running directory not followed yet: resumed
+// from its saved state, ignored when ended or dead at first sight.
+func (t *liveTracker) follow(dir string, now time.Time) {
+	pid := invocationPID(dir)
+	if st, ok := t.states[dir]; ok {
+		if st.Ended {
+			t.ignored[dir] = true
+		} else {
+			t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
+		}
+		return
+	}
+	if t.deadAtFirstSight(dir, pid, now) {
+		t.ignored[dir] = true
+		return
+	}
+	t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
+	t.states[dir] = liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: t.firstOffsets(dir, pid)}
+}
+
+// takeScan updates the followed builds from a poll's running directories.
+func (t *liveTracker) takeScan(running []string, now time.Time) {
+	t.haveScan = true
+	listed := make(map[string]bool, len(running))
+	for _, dir := range running {
+		listed[dir] = true
+		if b, ok := t.builds[dir]; ok {
+			b.running = true
+			continue
+		}
+		if !t.ignored[dir] {
+			t.follow(dir, now)
+		}
+	}
+	for dir, b := range t.builds {
+		b.running = listed[dir]
+	}
+	for dir := range t.ignored {
+		if !listed[dir] {
+			delete(t.ignored, dir)
+			if t.states[dir].Ended {
+				delete(t.states, dir) // no longer "running" on disk: never followed again
+			}
+		}
+	}
+	// Builds followed before a restart that finished meanwhile: end them.
+	for dir, st := range t.states {
+		if _, ok := t.builds[dir]; ok || listed[dir] || st.Ended {
+			continue
+		}
+		if st.Started {
+			t.builds[dir] = &liveBuild{dir: dir, pid: invocationPID(dir)}
+		} else {
+			delete(t.states, dir) // never announced: nothing to end
+		}
+	}
+}
+
+// firstOffsets: files shared with earlier builds are read from their size
+// when the build is first seen (a missing one from 0 once it appears).
+func (t *liveTracker) firstOffsets(dir string, pid uint64) map[string]int64 {
+	offsets := map[string]int64{}
+	for _, f := range t.r.liveFiles(dir, pid) {
+		if f.fromEnd {
+			offsets[f.path] = fileSize(f.path)
+		}
+	}
+	return offsets
+}
+
+// deadAtFirstSight: directories without timing.json accumulate (a build
+// killed, a run with only a statslog); only a build that looks alive when
+// first seen is followed, so old directories never get start records.
+func (t *liveTracker) deadAtFirstSight(dir string, pid uint64, now time.Time) bool {
+	if t.cfg.AbandonWhenPIDGone && pidGone(pid) {
+		return true
+	}
+	st, err := os.Lstat(dir)
+	return err != nil || now.Sub(st.ModTime()) > t.cfg.AbandonAfter
+}
+
+// invocationPID is the ct-cake PID in an invocation directory's name (0
+// when the name has none).
+func invocationPID(dir string) uint64 {
+	name := filepath.Base(dir)
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return 0
+	}
+	pid, err := strconv.ParseUint(name[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// pidGone reports whether no process has this PID on this host (PID reuse
+// can make a dead build look alive, never the reverse).
+func pidGone(pid uint64) bool {
+	if pid == 0 {
+		return false
+	}
+	if pid > 1<<22 { // above Linux's PID_MAX_LIMIT
+		return true
+	}
+	err := syscall.Kill(int(pid), 0)
+	return errors.Is(err, syscall.ESRCH)
+}

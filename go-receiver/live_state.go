@@ -1,0 +1,112 @@
+package compiletoolsreceiver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+)
+
+// liveStateKey holds every followed build's live state in one value: a
+// host runs tens of builds at once, so the value stays small, and one
+// write per interval is cheaper than a key per build and an index.
+const liveStateKey = "v1/live/builds"
+
+// liveBuildState is what survives a restart of one followed build: whether
+// its start and end records were delivered, and up to where each of its
+// files was delivered as records.
+type liveBuildState struct {
+	Started bool `json:"started,omitempty"`
+	// Ended: the end record was delivered. Kept only for abandoned builds,
+	// which stay "running" on disk; a settled build is never followed again.
+	Ended       bool             `json:"ended,omitempty"`
+	FirstSeenNs int64            `json:"first_seen_ns"`
+	Offsets     map[string]int64 `json:"offsets,omitempty"`
+}
+
+// liveStateStore keeps the live states in the receiver's storage extension
+// (client name "live", beside the build checkpoints), or in memory only.
+type liveStateStore struct {
+	client storage.Client // nil: memory only
+	saved  map[string]liveBuildState
+}
+
+func openLiveStateStore(ctx context.Context, host component.Host, r *compiletoolsReceiver) (*liveStateStore, error) {
+	s := &liveStateStore{saved: map[string]liveBuildState{}}
+	if r.cfg.Storage == nil {
+		return s, nil
+	}
+	ext, ok := host.GetExtensions()[*r.cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("compiletools receiver: storage extension %q not found", r.cfg.Storage)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("compiletools receiver: extension %q is not a storage extension", r.cfg.Storage)
+	}
+	client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "live")
+	if err != nil {
+		return nil, fmt.Errorf("compiletools receiver: storage %q (live): %w", r.cfg.Storage, err)
+	}
+	raw, err := client.Get(ctx, liveStateKey)
+	if err != nil {
+		_ = client.Close(ctx)
+		return nil, fmt.Errorf("compiletools receiver: storage %q (live): %w", r.cfg.Storage, err)
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &s.saved); err != nil {
+			// A damaged value costs at most duplicates of progress records
+			// and the end records of the builds followed then: start over.
+			r.logger.Warn("live build state unreadable; starting without it")
+			s.saved = map[string]liveBuildState{}
+		}
+	}
+	s.client = client
+	return s, nil
+}
+
+// load returns the saved states.
+func (s *liveStateStore) load() map[string]liveBuildState { return maps.Clone(s.saved) }
+
+// save writes states when they differ from what was saved last.
+func (s *liveStateStore) save(ctx context.Context, states map[string]liveBuildState) error {
+	if equalStates(s.saved, states) {
+		return nil
+	}
+	if s.client != nil {
+		raw, err := json.Marshal(states)
+		if err != nil {
+			return err
+		}
+		if err := s.client.Set(ctx, liveStateKey, raw); err != nil {
+			return err
+		}
+	}
+	s.saved = cloneStates(states)
+	return nil
+}
+
+func (s *liveStateStore) close(ctx context.Context) error {
+	if s == nil || s.client == nil {
+		return nil
+	}
+	return s.client.Close(ctx)
+}
+
+func cloneStates(in map[string]liveBuildState) map[string]liveBuildState {
+	out := make(map[string]liveBuildState, len(in))
+	for k, v := range in {
+		v.Offsets = maps.Clone(v.Offsets)
+		out[k] = v
+	}
+	return out
+}
+
+func equalStates(a, b map[string]liveBuildState) bool {
+	return maps.EqualFunc(a, b, func(x, y liveBuildState) bool {
+		return x.Started == y.Started && x.Ended == y.Ended && x.FirstSeenNs == y.FirstSeenNs && maps.Equal(x.Offsets, y.Offsets)
+	})
+}

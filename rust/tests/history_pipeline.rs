@@ -1,0 +1,218 @@
+//! `process_build` with the receiver's compile history: a compile followed
+//! by cache hits of the same targets in a later build gives known time
+//! saved (spans, root, metric), a re-read gives the same bytes, and a build
+//! is only remembered once committed.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::fixture::{attr, span};
+use compiletools_core::history::{History, HistoryConfig};
+use compiletools_core::{process_build, BuildOutput, BuildRequest, CancelToken};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as PointValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+
+/// A build ending at `hh`:00 with compiles of a.cpp and b.cpp (b a CAS hit
+/// when `b_cas`) and a link, of the given durations (s).
+fn doc(hh: u32, a: f64, b: f64, b_cas: bool, link: f64) -> String {
+    let rule = |name: &str, rule_type: &str, target: &str, dur: f64, meta: &str| {
+        format!(
+            r#"{{"name": "{name}", "rule_type": "{rule_type}", "target": "{target}", "source": "/s/{name}",
+                "start_s": 101.0, "end_s": {}, "metadata": {meta}}}"#,
+            101.0 + dur
+        )
+    };
+    let cas = |hit: bool| {
+        format!(
+            r#"{{"cas.hit": {hit}, "ct.rule.cache_layer": "{}"}}"#,
+            if hit { "cas" } else { "other" }
+        )
+    };
+    format!(
+        r#"{{"timestamp": "2026-11-30T{hh:02}:00:00+00:00", "total_elapsed_s": 10.0, "variant": "gcc.debug",
+            "backend": "ninja", "start_s": 100.0, "phases": [{{"name": "build_execution", "start_s": 100.0,
+            "end_s": 110.0, "rules": [{}, {}, {}]}}]}}"#,
+        rule("a.cpp", "compile", "/o/a.o", a, &cas(false)),
+        rule("b.cpp", "compile", "/o/b.o", b, &cas(b_cas)),
+        rule("app", "link", "/e/app", link, "{}"),
+    )
+}
+
+struct Build {
+    _root: tempfile::TempDir,
+    req: BuildRequest,
+}
+
+fn build(id: &str, timing: &str, statslog: Option<&str>, history: &Arc<History>) -> Build {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(id);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("timing.json"), timing).unwrap();
+    let mut req = BuildRequest::new(&dir, "host-a");
+    if let Some(log) = statslog {
+        let path = root.path().join("ccache.statslog");
+        std::fs::write(&path, log).unwrap();
+        req.statslog = Some(path);
+    }
+    req.history = Some(Arc::clone(history));
+    Build { _root: root, req }
+}
+
+impl Build {
+    fn run(&self) -> BuildOutput {
+        process_build(&self.req, &CancelToken::new()).unwrap()
+    }
+
+    fn commit(&self, history: &History) -> usize {
+        history.commit(&self.req.invocation_dir.to_string_lossy())
+    }
+}
+
+fn spans(out: &BuildOutput) -> Vec<Span> {
+    let req = ExportTraceServiceRequest::decode(out.traces.as_deref().unwrap()).unwrap();
+    req.resource_spans[0].scope_spans[0].spans.clone()
+}
+
+fn double(s: &Span, key: &str) -> Option<f64> {
+    match attr(s, key)? {
+        Value::DoubleValue(v) => Some(*v),
+        other => panic!("{key} is {other:?}"),
+    }
+}
+
+fn close(got: Option<f64>, want: f64) {
+    let got = got.expect("attribute present");
+    assert!((got - want).abs() < 1e-6, "{got} != {want}");
+}
+
+/// The `ct.cache.time_saved` points as (layer, value).
+fn time_saved_points(out: &BuildOutput) -> Vec<(String, f64)> {
+    let req = ExportMetricsServiceRequest::decode(out.metrics.as_deref().unwrap_or_default()).unwrap();
+    let mut got = Vec::new();
+    for rm in &req.resource_metrics {
+        for sm in &rm.scope_metrics {
+            for m in sm.metrics.iter().filter(|m| m.name == "ct.cache.time_saved") {
+                let Some(Data::Sum(sum)) = &m.data else {
+                    panic!("not a sum")
+                };
+                for p in &sum.data_points {
+                    let Some(Value::StringValue(layer)) =
+                        p.attributes[0].value.as_ref().and_then(|v| v.value.clone())
+                    else {
+                        panic!("no layer")
+                    };
+                    let Some(PointValue::AsDouble(v)) = p.value else {
+                        panic!("not a double")
+                    };
+                    got.push((layer, v));
+                }
+            }
+        }
+    }
+    got
+}
+
+const FIRST_LOG: &str = "# /s/a.cpp\ncache_miss\n";
+const SECOND_LOG: &str = "# /s/a.cpp\ndirect_cache_hit\n";
+
+#[test]
+fn a_compile_then_a_hit_gives_the_time_saved_on_spans_root_and_metric() {
+    let history = Arc::new(History::new(HistoryConfig::default()));
+    // Build 1: a.cpp compiled (ccache miss, 3 s), b.cpp compiled (no
+    // statslog block, 2 s), the link 1 s.
+    let b1 = build(
+        "20261130T010000-1",
+        &doc(1, 3.0, 2.0, false, 1.0),
+        Some(FIRST_LOG),
+        &history,
+    );
+    let out = b1.run();
+    let s = spans(&out);
+    for key in ["ct.build.time_saved_s", "ct.build.top_regressions"] {
+        assert!(attr(&s[0], key).is_none(), "{key} without any history");
+    }
+    assert_eq!(b1.commit(&history), 3);
+
+    // Build 2: a.cpp a ccache hit (0.5 s), b.cpp a CAS hit (0.25 s), the link 1.5 s.
+    let b2 = build(
+        "20261130T020000-2",
+        &doc(2, 0.5, 0.25, true, 1.5),
+        Some(SECOND_LOG),
+        &history,
+    );
+    let out = b2.run();
+    let s = spans(&out);
+    close(double(span(&s, "compile.s/a.cpp"), "ct.rule.time_saved_s"), 2.5);
+    close(double(span(&s, "compile.s/b.cpp"), "ct.rule.time_saved_s"), 1.75);
+    close(double(span(&s, "link.s/app"), "ct.rule.duration_delta_s"), 0.5);
+    assert!(attr(span(&s, "link.s/app"), "ct.rule.time_saved_s").is_none());
+    close(double(&s[0], "ct.build.time_saved_s"), 4.25);
+    assert_eq!(
+        attr(&s[0], "ct.build.cache_slower_hits"),
+        Some(&Value::IntValue(0))
+    );
+    let Some(Value::ArrayValue(top)) = attr(&s[0], "ct.build.top_regressions") else {
+        panic!("no top regressions")
+    };
+    assert_eq!(top.values.len(), 1);
+    assert_eq!(top.values[0].value, Some(Value::StringValue("link.s/app".into())));
+    // The history attributes follow the analytics on the rule.
+    let keys: Vec<&str> = span(&s, "compile.s/a.cpp")
+        .attributes
+        .iter()
+        .map(|kv| kv.key.as_str())
+        .collect();
+    let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+    assert!(at("ct.rule.weighted_s") < at("ct.rule.time_saved_s"));
+    assert_eq!(
+        time_saved_points(&out),
+        [("cas".to_owned(), 1.75), ("ccache".to_owned(), 2.5)]
+    );
+    // A re-read (a failed delivery, or after a crash) gives the same bytes.
+    let again = b2.run();
+    assert_eq!(again.traces, out.traces);
+    assert_eq!(again.metrics, out.metrics);
+    // Committed, and read again: still the same.
+    b2.commit(&history);
+    assert_eq!(b2.run().traces, out.traces);
+}
+
+#[test]
+fn an_uncommitted_build_is_not_remembered_and_metrics_only_still_get_the_metric() {
+    let history = Arc::new(History::new(HistoryConfig::default()));
+    let b1 = build("20261130T010000-1", &doc(1, 3.0, 2.0, false, 1.0), None, &history);
+    b1.run();
+    let mut b2 = build("20261130T020000-2", &doc(2, 0.5, 0.25, true, 1.5), None, &history);
+    assert!(
+        time_saved_points(&b2.run()).is_empty(),
+        "build 1 was never committed"
+    );
+    b1.commit(&history);
+    b2.req.signals = compiletools_core::Signals {
+        traces: false,
+        metrics: true,
+    };
+    let out = b2.run();
+    assert!(out.traces.is_none());
+    assert_eq!(time_saved_points(&out), [("cas".to_owned(), 1.75)]);
+    assert_eq!(out.summary.metric_points, 1);
+}
+
+#[test]
+fn without_a_history_nothing_changes() {
+    let history = Arc::new(History::new(HistoryConfig::default()));
+    let b = build("20261130T010000-1", &doc(1, 3.0, 2.0, true, 1.0), None, &history);
+    let with = b.run();
+    let mut plain = b.req.clone();
+    plain.history = None;
+    let without = process_build(&plain, &CancelToken::new()).unwrap();
+    // A first build has nothing to compare with: the same bytes as no history.
+    assert_eq!(with.traces, without.traces);
+    assert!(without.metrics.is_none());
+}
