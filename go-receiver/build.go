@@ -40,6 +40,9 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	res, stream, err := ffi.Open(ctx, req, r.cfg.MaxRequestSpans)
 	defer stream.Close()
 	if err != nil {
+		if r.deferUnreadable(ctx, b, err) {
+			return true // permission denied: tried again until readable
+		}
 		return r.unreadable(ctx, b, err, 0)
 	}
 	for _, w := range res.Warnings {

@@ -38,7 +38,11 @@ type buildLedger struct {
 	gitCommit GitCommitConfig
 	logger    *zap.Logger
 	now       func() time.Time
-	history   *buildHistory // nil: disabled; committed to as builds settle
+	// writeFailed counts a checkpoint write that failed (nil: not counted):
+	// the build is then remembered in memory only, so the log's error is
+	// not the only trace of it on a host whose logs are sampled.
+	writeFailed func(context.Context)
+	history     *buildHistory // nil: disabled; committed to as builds settle
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
@@ -60,6 +64,7 @@ type openBuild struct {
 	gitChecked   bool
 	warned       buildProblem // problems already logged: warn once, not every poll
 	finishedSeen time.Time    // first poll that found its timing.json (monotonic)
+	rechecks     int          // attempts that found its timing.json unreadable
 }
 
 // buildProblem is a kind of problem an open build can have.
@@ -229,6 +234,20 @@ func (l *buildLedger) retryLater(dir string, delivered ffi.Signals, traces trace
 	return ok
 }
 
+// recheckLater books the next attempt of a build whose timing.json cannot
+// be read yet, on the retry backoff but without its time budget.
+func (l *buildLedger) recheckLater(dir string) {
+	rc := l.retry
+	if rc.MaxInterval <= 0 || rc.MaxInterval > maxRecheckInterval {
+		rc.MaxInterval = maxRecheckInterval // a fix must not wait for hours
+	}
+	now := l.now()
+	l.update(dir, func(p *openBuild) {
+		p.rechecks++
+		p.nextAttempt = now.Add(backoff(rc, p.rechecks))
+	})
+}
+
 // backoff is the delay before attempt n+1 after n failures.
 func backoff(rc configretry.BackOffConfig, n int) time.Duration {
 	d := float64(rc.InitialInterval) * math.Pow(max(rc.Multiplier, 1), float64(n-1))
@@ -250,6 +269,9 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 	rec := checkpoint.Record{State: state, Signals: uint32(signals), TimingModNs: id.ModNs, TimingSize: id.Size, At: l.now().UnixNano()}
 	if err := l.store.Put(wctx, b.Dir, rec); err != nil {
 		l.logger.Error("cannot write checkpoint; the build may be sent again after a restart", zap.String("path", b.Dir), zap.Error(err))
+		if l.writeFailed != nil {
+			l.writeFailed(wctx)
+		}
 	}
 	l.history.settled(wctx, b.Dir)
 	l.mu.Lock()

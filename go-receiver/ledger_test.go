@@ -200,3 +200,36 @@ func TestSettleWaitEndsWhenTheFileIsFromTheFuture(t *testing.T) {
 		t.Fatal("still waiting settle_timeout after it was first seen: the build waits for the clock to catch up")
 	}
 }
+
+// A build whose timing.json cannot be read yet is tried again on the retry
+// backoff, however long it stays unreadable (no time budget) and never
+// more than maxRecheckInterval apart, even with retries unbounded.
+func TestUnreadableBuildIsRecheckedForeverAtBoundedIntervals(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.RetryOnFailure.InitialInterval = time.Second
+	cfg.RetryOnFailure.Multiplier = 2
+	cfg.RetryOnFailure.RandomizationFactor = 0
+	cfg.RetryOnFailure.MaxInterval = 0 // unbounded exponential backoff
+	cfg.RetryOnFailure.MaxElapsedTime = time.Minute
+	r, _ := pollableReceiver(t, cfg, new(consumertest.TracesSink))
+	now := time.Unix(1_800_000_000, 0)
+	r.ledger.now = func() time.Time { return now }
+	const dir = "/diag/20261130T000001-1"
+	var waits []time.Duration
+	for i := 0; i < 200; i++ { // far past max_elapsed_time and any float overflow
+		r.ledger.recheckLater(dir)
+		waits = append(waits, r.ledger.snapshot(dir).nextAttempt.Sub(now))
+		now = now.Add(time.Hour)
+	}
+	if waits[0] != time.Second || waits[1] != 2*time.Second {
+		t.Fatalf("want the retry backoff (1 s, 2 s, …), got %v", waits[:2])
+	}
+	for i, w := range waits {
+		if w <= 0 || w > maxRecheckInterval {
+			t.Fatalf("recheck %d after %v: want within (0, %v]", i, w, maxRecheckInterval)
+		}
+	}
+	if r.ledger.snapshot(dir).nextAttempt.IsZero() {
+		t.Fatal("the build was given up")
+	}
+}

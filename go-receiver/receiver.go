@@ -204,6 +204,7 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 	}
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
+	r.ledger.writeFailed = func(ctx context.Context) { r.telemetry.ReceiverCompiletoolsCheckpointWriteFailures.Add(ctx, 1) }
 	if r.history, err = openHistory(ctx, r.cfg.History, store, r.logger); err != nil {
 		_ = store.Close(ctx)
 		return err

@@ -44,9 +44,14 @@ def permission_rows(p):
     notes = (f"log lines per poll once seen: {p['steady_lines_per_poll']:.2f}; most warnings for one path: {most}; "
              f"closed parent: {pp['closed parent']}, CAS shard: {pp['CAS shard']}; "
              f"path_problems {p['path_problems']}, parse_failures {p['parse_failures']}")
+    fixed = (f"delivered {p['fix_to_delivery_s']:g} s after the fix (retried on the retry_on_failure backoff); "
+             "warnings: those of the row above, none new")
     return [scenarios.row(f"non-root: {p['unreadable']} unreadable builds (timing.json / dir 000), "
                           "parent and CAS shard 000", p["good_sent"], p["good_delivered"],
-                          p["good_sent"] - p["good_delivered"], 0, p["total_warnings"], notes)]
+                          p["good_sent"] - p["good_delivered"], 0, p["total_warnings"], notes),
+            scenarios.row(f"non-root: the {p['unreadable']} unreadable builds' permissions fixed",
+                          p["unreadable"], p["bad_delivered_after_fix"], p["unreadable"] - p["bad_delivered_after_fix"],
+                          p["duplicates_after_fix"], 0, fixed)]
 
 
 def hostile_mismatches(h):

@@ -184,7 +184,8 @@ def permissions(binary, scratch, unreadable, good, steady_s=6.0):
     half with the invocation directory mode 000), a diagnostics parent it
     cannot list, a CAS shard it cannot list, and `good` ordinary builds.
     Each unreadable path must be warned about once, not on every poll:
-    after the first passes the log must stay quiet."""
+    after the first passes the log must stay quiet. Then the permissions
+    are fixed: every build unreadable so far must arrive, once."""
     user = harness.ensure_user()
     root = harness.scratch_for_others("chaos-perm-")
     diag, closed, state = root / "diag", root / "closed-parent", root / "state"
@@ -224,6 +225,16 @@ def permissions(binary, scratch, unreadable, good, steady_s=6.0):
             problems = harness.self_metric(proc, "receiver_compiletools_path_problems")
             failures = harness.self_metric(proc, "receiver_compiletools_parse_failures")
             got = harness.Deliveries([sink])
+            # The owner fixes the permissions: chmod leaves the files'
+            # modification times, so only a receiver that did not settle
+            # the unreadable builds as failed sends them now.
+            for i, n in enumerate(bad):
+                (diag / n / "timing.json").chmod(0o644) if i % 2 == 0 else (diag / n).chmod(0o755)
+            fixed_at = time.monotonic()
+            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(set(bad)) == set(bad), 90)
+            fix_to_delivery = time.monotonic() - fixed_at
+            sink.wait_quiet(2.0, 30)
+            after_fix = harness.Deliveries([sink])
             text = proc.stderr_text()
         finally:
             code = proc.stop()
@@ -237,8 +248,6 @@ def permissions(binary, scratch, unreadable, good, steady_s=6.0):
     delivered = got.delivered(set(goods))
     for p in (closed, cell / "0a"):
         p.chmod(0o755)
-    for n in bad:
-        (diag / n).chmod(0o755)
     log = harness.REPO / "_build" / "chaos" / "permissions-collector.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text)
@@ -246,6 +255,9 @@ def permissions(binary, scratch, unreadable, good, steady_s=6.0):
     return {"good_sent": len(goods), "good_delivered": len(delivered), "exit": code,
             "unreadable": unreadable, "per_path": per_path,
             "bad_sent": sum(1 for n in bad if got.trace_ids.get(n)),
+            "bad_delivered_after_fix": len(after_fix.delivered(set(bad))),
+            "fix_to_delivery_s": round(fix_to_delivery, 1),
+            "duplicates_after_fix": after_fix.duplicates()[0],
             "steady_lines_per_poll": (after - before) / polls, "total_warnings": len(warn),
             "path_problems": problems, "parse_failures": failures}
 
@@ -326,6 +338,10 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
             wait_all(half)
             resent_during, _ = harness.Deliveries([sink]).duplicates()
             if mode == "full":
+                # Every failed write is counted, not only logged.
+                counted_full = harness.self_metric(procs[0], "receiver_compiletools_checkpoint_write_failures")
+                logged_full = sum(1 for line in procs[0].stderr_text().splitlines()
+                                  if "cannot write checkpoint" in line)
                 (mount / "filler").unlink()
             else:
                 procs[0].stop()
@@ -364,7 +380,8 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
     harness.rmtree(root)
     if mode == "full":
         label = "state + capture disk full (ENOSPC), then room again, restart"
-        extra = f"checkpoint write errors: {checkpoint_errors}"
+        extra = (f"checkpoint write errors: {checkpoint_errors}; "
+                 f"checkpoint_write_failures self-metric while full: {counted_full:g} of {logged_full} logged")
     else:
         label = "capture dir read-only; state read-only at a restart, then writable"
         extra = f"capture warnings: {capture_warnings}; start on read-only state: {refused}"

@@ -62,6 +62,10 @@ def test_permissions_as_non_root(binary, tmp_path):
     assert all(n == 1 for n in p["per_path"].values()), p["per_path"]
     assert p["steady_lines_per_poll"] == 0, p
     assert p["path_problems"] and p["parse_failures"], p
+    # Once readable, every one of them arrives, once, with no new warning
+    # (per_path above counts the whole log).
+    assert p["bad_delivered_after_fix"] == p["unreadable"], p
+    assert p["duplicates_after_fix"] == 0, p
 
 
 @pytest.mark.parametrize("mode", ["full", "ro"])
@@ -73,6 +77,8 @@ def test_disk_fault(binary, tmp_path, mode):
     assert "re-sent while faulty: 0;" in r["notes"], r
     if mode == "full":
         assert "checkpoint write errors: 0;" not in r["notes"], r   # the disk was really full
+        counted, logged = r["notes"].split("self-metric while full: ")[1].split(";")[0].split(" of ")
+        assert float(counted) == int(logged.split()[0]) > 0, r       # each failed write counted
     else:
         assert "refused: read-only file system" in r["notes"], r     # refused with a clear reason
         assert "capture warnings: 0;" not in r["notes"], r

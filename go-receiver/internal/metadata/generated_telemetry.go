@@ -25,21 +25,22 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                 metric.Meter
-	mu                                    sync.Mutex
-	registrations                         []metric.Registration
-	ReceiverCompiletoolsBacklog           metric.Int64ObservableGauge
-	ReceiverCompiletoolsBuildLag          metric.Float64Histogram
-	ReceiverCompiletoolsBuilds            metric.Int64Counter
-	ReceiverCompiletoolsCapturedFiles     metric.Int64Counter
-	ReceiverCompiletoolsCasAnomalies      metric.Int64Counter
-	ReceiverCompiletoolsCasScanDuration   metric.Float64Histogram
-	ReceiverCompiletoolsCasScanErrors     metric.Int64Counter
-	ReceiverCompiletoolsDroppedAttributes metric.Int64Counter
-	ReceiverCompiletoolsParseFailures     metric.Int64Counter
-	ReceiverCompiletoolsPathProblems      metric.Int64Counter
-	ReceiverCompiletoolsSymlinksRefused   metric.Int64Counter
-	ReceiverCompiletoolsUnanchoredEvents  metric.Int64Counter
+	meter                                       metric.Meter
+	mu                                          sync.Mutex
+	registrations                               []metric.Registration
+	ReceiverCompiletoolsBacklog                 metric.Int64ObservableGauge
+	ReceiverCompiletoolsBuildLag                metric.Float64Histogram
+	ReceiverCompiletoolsBuilds                  metric.Int64Counter
+	ReceiverCompiletoolsCapturedFiles           metric.Int64Counter
+	ReceiverCompiletoolsCasAnomalies            metric.Int64Counter
+	ReceiverCompiletoolsCasScanDuration         metric.Float64Histogram
+	ReceiverCompiletoolsCasScanErrors           metric.Int64Counter
+	ReceiverCompiletoolsCheckpointWriteFailures metric.Int64Counter
+	ReceiverCompiletoolsDroppedAttributes       metric.Int64Counter
+	ReceiverCompiletoolsParseFailures           metric.Int64Counter
+	ReceiverCompiletoolsPathProblems            metric.Int64Counter
+	ReceiverCompiletoolsSymlinksRefused         metric.Int64Counter
+	ReceiverCompiletoolsUnanchoredEvents        metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -136,6 +137,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_compiletools_cas_scan_errors",
 		metric.WithDescription("CAS store-set scans that failed. [Development]"),
 		metric.WithUnit("{scans}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverCompiletoolsCheckpointWriteFailures, err = builder.meter.Int64Counter(
+		"otelcol_receiver_compiletools_checkpoint_write_failures",
+		metric.WithDescription("Checkpoint writes that failed (full or read-only disk); the build stays remembered in memory and its checkpoint goes out with the next write that succeeds. [Development]"),
+		metric.WithUnit("{writes}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverCompiletoolsDroppedAttributes, err = builder.meter.Int64Counter(

@@ -30,6 +30,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverCompiletoolsCasAnomalies.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsCasScanDuration.Record(context.Background(), 1)
 	tb.ReceiverCompiletoolsCasScanErrors.Add(context.Background(), 1)
+	tb.ReceiverCompiletoolsCheckpointWriteFailures.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsDroppedAttributes.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsParseFailures.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsPathProblems.Add(context.Background(), 1)
@@ -54,6 +55,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverCompiletoolsCasScanErrors(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverCompiletoolsCheckpointWriteFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverCompiletoolsDroppedAttributes(t, testTel,
