@@ -225,10 +225,14 @@ def test_our_root_must_end_at_the_timestamp():
 
 
 def test_stamping_delay_is_bounded_and_late_only():
-    for delay, bad in ((6_000, False), (900_000, False), (-1_000, False), (-6_000, True),
-                       (compare.STAMPING_DELAY_MAX_NS + 1, True)):
+    # A 1 s build: late by up to 10 ms, early by up to 5 µs + 500 ppm of 1 s
+    # (the wall clock's slew); a 10 ms build: early by 5 µs + 5 µs only.
+    for delay, duration, bad in ((6_000, 10**9, False), (900_000, 10**9, False), (-1_000, 10**9, False),
+                                 (-6_000, 10**9, False), (-505_000, 10**9, False), (-506_000, 10**9, True),
+                                 (-10_000, 10**7, False), (-10_001, 10**7, True),
+                                 (compare.STAMPING_DELAY_MAX_NS + 1, 10**9, True)):
         rep = compare.Report("unit")
-        pair = (_rec(_Span(10**9 + delay, 2 * 10**9 + delay)), _rec(_Span(10**9, 2 * 10**9)))
+        pair = (_rec(_Span(10**9 + delay, 10**9 + duration + delay)), _rec(_Span(10**9, 10**9 + duration)))
         assert compare._stamping_delay(rep, [pair]) == delay
         assert bool(rep.problems) == bad, (delay, rep.problems)
 
