@@ -41,7 +41,20 @@ pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
 /// [`read_bounded`], with `path` opened relative to `dir` when it names a
 /// file of that directory (see [`InvocationDir::open_file`]).
 pub fn read_bounded_in(dir: Option<&InvocationDir>, path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
-    let partial = read_bounded_partial(dir, path, max_bytes)?;
+    read_bounded_reserving(dir, path, max_bytes, 0)
+}
+
+/// [`read_bounded_in`] into a buffer with room for `spare_quarters`
+/// quarters of the file's size past its end: a caller that reuses the
+/// buffer for a larger output then writes it into memory the read has
+/// already faulted in (reserved but untouched memory costs no RSS).
+pub fn read_bounded_reserving(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+    spare_quarters: u64,
+) -> Result<Vec<u8>, Error> {
+    let partial = read_bounded_partial_reserving(dir, path, max_bytes, spare_quarters)?;
     match partial.error {
         None => Ok(partial.bytes),
         Some(source) => Err(Error::Io {
@@ -68,6 +81,15 @@ pub fn read_bounded_partial(
     path: &Path,
     max_bytes: u64,
 ) -> Result<Partial, Error> {
+    read_bounded_partial_reserving(dir, path, max_bytes, 0)
+}
+
+fn read_bounded_partial_reserving(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+    spare_quarters: u64,
+) -> Result<Partial, Error> {
     let io_err = |source: io::Error| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -87,7 +109,8 @@ pub fn read_bounded_partial(
     if meta.len() > max_bytes {
         return Err(too_big(path, meta.len(), max_bytes));
     }
-    let partial = read_capped(file, meta.len(), max_bytes).map_err(io_err)?;
+    let spare = (meta.len() / 4).saturating_mul(spare_quarters);
+    let partial = read_capped(file, meta.len(), spare, max_bytes).map_err(io_err)?;
     if partial.bytes.len() as u64 > max_bytes {
         return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
     }
@@ -268,12 +291,13 @@ fn side_file_bytes(
 }
 
 /// Reads at most `max_bytes + 1` bytes from `reader` into one allocation
-/// sized for `expected_len`. The only error returned is a failed
-/// allocation; read errors end up in [`Partial::error`].
-fn read_capped(reader: impl Read, expected_len: u64, max_bytes: u64) -> io::Result<Partial> {
+/// sized for `expected_len` plus `spare` bytes. The only error returned is
+/// a failed allocation; read errors end up in [`Partial::error`].
+fn read_capped(reader: impl Read, expected_len: u64, spare: u64, max_bytes: u64) -> io::Result<Partial> {
     // One spare byte lets a file that grew past the limit be detected without
     // a second allocation.
-    let capacity = usize::try_from(expected_len.saturating_add(1)).unwrap_or(usize::MAX);
+    let capacity =
+        usize::try_from(expected_len.saturating_add(1).saturating_add(spare)).unwrap_or(usize::MAX);
     let mut bytes = Vec::new();
     bytes
         .try_reserve_exact(capacity)
@@ -329,10 +353,10 @@ mod tests {
                 Ok(n)
             }
         }
-        let p = read_capped(Failing(b"abc\nde"), 6, 100).unwrap();
+        let p = read_capped(Failing(b"abc\nde"), 6, 0, 100).unwrap();
         assert_eq!(p.bytes, b"abc\nde");
         assert_eq!(p.error.map(|e| e.to_string()), Some("device gone".to_owned()));
-        let p = read_capped(&b"abcdef"[..], 6, 3).unwrap();
+        let p = read_capped(&b"abcdef"[..], 6, 0, 3).unwrap();
         assert_eq!(p.bytes, b"abcd", "one byte past the cap shows the overrun");
         assert!(p.error.is_none());
     }

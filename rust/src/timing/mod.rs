@@ -25,7 +25,7 @@ pub use result::{build_result, BuildResult};
 pub use text::LenientText;
 
 use crate::error::Error;
-use crate::input::{read_bounded_in, InvocationDir};
+use crate::input::{read_bounded_reserving, InvocationDir};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -42,7 +42,20 @@ pub fn load_in(
     limits: &Limits,
     warnings: &mut Warnings,
 ) -> Result<LenientText, Error> {
-    let bytes = read_bounded_in(dir, path, limits.max_file_bytes)?;
+    load_reserving_in(dir, path, limits, 0, warnings)
+}
+
+/// [`load_in`], the text's buffer reserved with `spare_quarters` quarters
+/// of the file's size to spare, for a caller that reuses it as the output
+/// buffer (see [`crate::input::read_bounded_reserving`]).
+pub fn load_reserving_in(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    limits: &Limits,
+    spare_quarters: u64,
+    warnings: &mut Warnings,
+) -> Result<LenientText, Error> {
+    let bytes = read_bounded_reserving(dir, path, limits.max_file_bytes, spare_quarters)?;
     let text = LenientText::from_bytes(bytes);
     for w in text.warnings() {
         warnings.push(format!("{}: {w}", path.display()));
