@@ -22,10 +22,10 @@ pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::Clock;
 pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
 pub use result::{build_result, BuildResult};
-pub use text::LenientText;
+pub use text::{LenientText, TextScan};
 
 use crate::error::Error;
-use crate::input::{read_bounded_reserving, InvocationDir};
+use crate::input::{read_bounded_scanning, InvocationDir};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -55,8 +55,11 @@ pub fn load_reserving_in(
     spare_quarters: u64,
     warnings: &mut Warnings,
 ) -> Result<LenientText, Error> {
-    let bytes = read_bounded_reserving(dir, path, limits.max_file_bytes, spare_quarters)?;
-    let text = LenientText::from_bytes(bytes);
+    let mut scan = TextScan::default();
+    let bytes = read_bounded_scanning(dir, path, limits.max_file_bytes, spare_quarters, &mut |read| {
+        scan.feed(read)
+    })?;
+    let text = LenientText::from_scanned(bytes, &scan);
     for w in text.warnings() {
         warnings.push(format!("{}: {w}", path.display()));
     }
