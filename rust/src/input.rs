@@ -41,7 +41,33 @@ pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
 /// [`read_bounded`], with `path` opened relative to `dir` when it names a
 /// file of that directory (see [`InvocationDir::open_file`]).
 pub fn read_bounded_in(dir: Option<&InvocationDir>, path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
-    let partial = read_bounded_partial(dir, path, max_bytes)?;
+    read_bounded_reserving(dir, path, max_bytes, 0)
+}
+
+/// [`read_bounded_in`] into a buffer with room for `spare_quarters`
+/// quarters of the file's size past its end: a caller that reuses the
+/// buffer for a larger output then writes it into memory the read has
+/// already faulted in (reserved but untouched memory costs no RSS).
+pub fn read_bounded_reserving(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+    spare_quarters: u64,
+) -> Result<Vec<u8>, Error> {
+    read_bounded_scanning(dir, path, max_bytes, spare_quarters, &mut |_| {})
+}
+
+/// [`read_bounded_reserving`] that reads the file in pieces of
+/// `SCAN_PIECE` bytes and calls `scan` with everything read so far after
+/// each: `scan` sees every byte while it is still in the CPU's cache.
+pub fn read_bounded_scanning(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+    spare_quarters: u64,
+    scan: &mut dyn FnMut(&[u8]),
+) -> Result<Vec<u8>, Error> {
+    let partial = read_bounded_partial_reserving(dir, path, max_bytes, spare_quarters, scan)?;
     match partial.error {
         None => Ok(partial.bytes),
         Some(source) => Err(Error::Io {
@@ -68,6 +94,16 @@ pub fn read_bounded_partial(
     path: &Path,
     max_bytes: u64,
 ) -> Result<Partial, Error> {
+    read_bounded_partial_reserving(dir, path, max_bytes, 0, &mut |_| {})
+}
+
+fn read_bounded_partial_reserving(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+    spare_quarters: u64,
+    scan: &mut dyn FnMut(&[u8]),
+) -> Result<Partial, Error> {
     let io_err = |source: io::Error| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -87,7 +123,8 @@ pub fn read_bounded_partial(
     if meta.len() > max_bytes {
         return Err(too_big(path, meta.len(), max_bytes));
     }
-    let partial = read_capped(file, meta.len(), max_bytes).map_err(io_err)?;
+    let spare = (meta.len() / 4).saturating_mul(spare_quarters);
+    let partial = read_capped(file, meta.len(), spare, max_bytes, scan).map_err(io_err)?;
     if partial.bytes.len() as u64 > max_bytes {
         return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
     }
@@ -268,24 +305,65 @@ fn side_file_bytes(
 }
 
 /// Reads at most `max_bytes + 1` bytes from `reader` into one allocation
-/// sized for `expected_len`. The only error returned is a failed
-/// allocation; read errors end up in [`Partial::error`].
-fn read_capped(reader: impl Read, expected_len: u64, max_bytes: u64) -> io::Result<Partial> {
+/// sized for `expected_len` plus `spare` bytes, in pieces of `SCAN_PIECE`
+/// bytes, calling `scan` with all bytes read so far after each. The only
+/// error returned is a failed allocation; read errors end up in
+/// [`Partial::error`].
+fn read_capped(
+    reader: impl Read,
+    expected_len: u64,
+    spare: u64,
+    max_bytes: u64,
+    scan: &mut dyn FnMut(&[u8]),
+) -> io::Result<Partial> {
     // One spare byte lets a file that grew past the limit be detected without
     // a second allocation.
-    let capacity = usize::try_from(expected_len.saturating_add(1)).unwrap_or(usize::MAX);
+    let capacity =
+        usize::try_from(expected_len.saturating_add(1).saturating_add(spare)).unwrap_or(usize::MAX);
     let mut bytes = Vec::new();
     bytes
         .try_reserve_exact(capacity)
         .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
     pages::advise_huge_pages(&mut bytes);
-    // read_to_end keeps what it read before an error (and retries EINTR).
-    let error = reader
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .err();
+    // Pieces go into the reserved capacity; only a file that grew since
+    // its size was taken makes the buffer grow.
+    let mut reader = reader.take(max_bytes.saturating_add(1));
+    let piece = usize::try_from(SCAN_PIECE).unwrap_or(usize::MAX);
+    let error = loop {
+        let len = bytes.len();
+        if bytes.capacity() == len {
+            if let Err(e) = bytes.try_reserve_exact(piece) {
+                break Some(io::Error::new(io::ErrorKind::OutOfMemory, e));
+            }
+        }
+        // Zeroing a piece that is then read over costs little next to the
+        // read's copy; std's read_to_end, which avoids it, cannot be told
+        // to stop every piece without restarting its small first reads.
+        let want = piece.min(bytes.capacity() - len);
+        bytes.resize(len + want, 0);
+        match reader.read(&mut bytes[len..]) {
+            Ok(0) => {
+                bytes.truncate(len);
+                break None;
+            }
+            Ok(n) => {
+                bytes.truncate(len + n);
+                scan(&bytes);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => bytes.truncate(len),
+            Err(e) => {
+                bytes.truncate(len);
+                break Some(e);
+            }
+        }
+    };
     Ok(Partial { bytes, error })
 }
+
+/// The piece [`read_bounded_scanning`] reads at a time: small enough to
+/// stay in a core's L2 cache until it is scanned, large enough that the
+/// calls cost nothing.
+const SCAN_PIECE: u64 = 256 << 10;
 
 fn too_big(path: &Path, size: u64, max: u64) -> Error {
     Error::LimitExceeded {
@@ -329,10 +407,10 @@ mod tests {
                 Ok(n)
             }
         }
-        let p = read_capped(Failing(b"abc\nde"), 6, 100).unwrap();
+        let p = read_capped(Failing(b"abc\nde"), 6, 0, 100, &mut |_| {}).unwrap();
         assert_eq!(p.bytes, b"abc\nde");
         assert_eq!(p.error.map(|e| e.to_string()), Some("device gone".to_owned()));
-        let p = read_capped(&b"abcdef"[..], 6, 3).unwrap();
+        let p = read_capped(&b"abcdef"[..], 6, 0, 3, &mut |_| {}).unwrap();
         assert_eq!(p.bytes, b"abcd", "one byte past the cap shows the overrun");
         assert!(p.error.is_none());
     }

@@ -140,9 +140,9 @@ pub fn encode_trace_request_with(
 
 /// [`encode_trace_request_with`] into `buf`, whose contents are discarded
 /// and whose memory is reused. Its capacity is also the size estimate;
-/// what remains unused at the end is given back. (The pipeline used to
-/// pass the file text's buffer; since the output outgrew the text it
-/// reserves a fresh one, see `pipeline/build.rs`.)
+/// what remains unused at the end is given back. (The pipeline passes the
+/// file text's buffer, read with a quarter to spare so that the output,
+/// ~1.1× the file, fits; see `pipeline/build.rs`.)
 pub fn encode_trace_request_into(
     input: TraceInput,
     extra: &[ScopeSpans],

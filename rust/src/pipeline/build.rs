@@ -39,7 +39,7 @@ use crate::otlp::history::history_root_attributes;
 use crate::otlp::semconv;
 use crate::otlp::{
     analytics_root_attributes, build_resource, build_scope_metrics, ccache_scope_metrics,
-    encode_trace_request_with, host_resource, root_attributes_with_ccache, snapshot_scope_spans,
+    encode_trace_request_into, host_resource, root_attributes_with_ccache, snapshot_scope_spans,
     with_invocation_id, BuildMetricsInput, MetricsInput, SnapshotInput, TraceChunks, TraceInput, TraceParts,
     TraceStats,
 };
@@ -81,7 +81,7 @@ impl Wanted {
 /// Reads the build in `req.invocation_dir` and returns its OTLP requests.
 pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOutput, Error> {
     let mut output = BuildOutput::default();
-    let read = read_build(req, cancel, &mut output)?;
+    let read = read_build(req, cancel, Encoding::WholeTrace, &mut output)?;
     if let Some(mut t) = read.trace {
         let mut warnings = std::mem::replace(&mut t.warnings, Warnings::new());
         let (bytes, stats) = encode_trace(req, t, &mut warnings);
@@ -109,7 +109,7 @@ pub struct BuildStream {
 /// span) and the request being encoded.
 pub fn open_build(req: &BuildRequest, cancel: &CancelToken, max_spans: usize) -> Result<BuildStream, Error> {
     let mut output = BuildOutput::default();
-    let read = read_build(req, cancel, &mut output)?;
+    let read = read_build(req, cancel, Encoding::Chunks, &mut output)?;
     let mut traces = None;
     if let Some(mut t) = read.trace {
         let mut warnings = std::mem::replace(&mut t.warnings, Warnings::new());
@@ -136,8 +136,9 @@ struct TraceToDo {
     /// Report the statslog as the `ct.ccache.snapshot` span.
     snapshot: bool,
     id: Identity,
-    /// Size of the file text: the whole-trace encoder's first estimate.
-    text_len: usize,
+    /// The file text's buffer, emptied, for the whole trace's bytes (its
+    /// capacity is the encoder's first estimate); empty when streaming.
+    out_buffer: Vec<u8>,
     /// The build analytics (exact critical path where a build graph was
     /// given), with the compile history's numbers.
     analytics: analytics::BuildAnalytics,
@@ -148,12 +149,26 @@ struct ReadBuild {
     trace: Option<TraceToDo>,
 }
 
+/// How the trace will be encoded, which decides what becomes of the file
+/// text's buffer once the model is decoded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    /// One request ([`process_build`]): the buffer is reserved at 1.25× the
+    /// file and becomes the output's, which is then written into memory
+    /// the read already faulted in (the kernel zeroes every fresh page; for
+    /// 60 MB that is ~10 ms).
+    WholeTrace,
+    /// Requests of a few spans ([`open_build`]): the buffer is freed.
+    Chunks,
+}
+
 /// Steps 1–4 (module doc) and the metrics: fills `output`'s metrics and
 /// summary (warnings included when no trace is wanted) and returns what
 /// the trace still needs.
 fn read_build(
     req: &BuildRequest,
     cancel: &CancelToken,
+    encoding: Encoding,
     output: &mut BuildOutput,
 ) -> Result<ReadBuild, Error> {
     cancel.check()?;
@@ -163,19 +178,31 @@ fn read_build(
         source,
     })?;
     let mut warnings = Warnings::new();
-    let text = timing::load_in(Some(&dir), &path, &req.limits, &mut warnings)?;
+    let spare_quarters = if encoding == Encoding::WholeTrace && Wanted::of(req).traces {
+        1
+    } else {
+        0
+    };
+    let text = timing::load_reserving_in(Some(&dir), &path, &req.limits, spare_quarters, &mut warnings)?;
     let timing_modified = req.build_graph.as_ref().and_then(|_| modified_in(&dir, &path));
     let mut build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
     let wanted = Wanted::of(req);
-    // The model owns its data, so the text is done with: freed before any
-    // output is written, so that text and output never occupy memory side
-    // by side (peak RSS, DESIGN §7). Its buffer is not reused for the
-    // output: with the CI/CD and analytics attributes the output outgrew
-    // it (63 MB from a 58 MB file at 100k rules), and the reuse then kept
-    // both alive at the peak (measured: 2.7× the file, 1.8× without it,
-    // and 10–20 ms faster).
-    let text_len = text.text.len();
-    drop(text);
+    // The model owns its data, so the text is done with before any output
+    // is written: text and output never occupy memory side by side (peak
+    // RSS, DESIGN §7). For one whole request its buffer, reserved with a
+    // quarter to spare (the output is ~1.1× the file at 100k rules), is
+    // reused for the output; when streaming it is freed here.
+    let out_buffer = match encoding {
+        Encoding::WholeTrace if wanted.traces => {
+            let mut bytes = text.text.into_bytes();
+            bytes.clear();
+            bytes
+        }
+        Encoding::WholeTrace | Encoding::Chunks => {
+            drop(text);
+            Vec::new()
+        }
+    };
     cancel.check()?;
 
     let statslog = load_statslog(req, &dir, wanted, &mut warnings);
@@ -237,7 +264,7 @@ fn read_build(
                 ccache,
                 snapshot: wanted.snapshot,
                 id,
-                text_len,
+                out_buffer,
                 analytics,
                 warnings,
             });
@@ -383,8 +410,9 @@ fn encode_metrics(
     (request.encode_to_vec(), points)
 }
 
-/// The trace in one buffer, reserved at 1.25× the file's size (untouched
-/// reserved memory costs nothing; the rest is given back at the end).
+/// The trace in one buffer: the file text's, reserved at 1.25× the file's
+/// size (untouched reserved memory costs nothing; the rest is given back
+/// at the end).
 fn encode_trace(req: &BuildRequest, mut t: TraceToDo, warnings: &mut Warnings) -> (Vec<u8>, TraceStats) {
     let snapshot = t.ccache.as_ref().filter(|_| t.snapshot);
     let analytics = std::mem::take(&mut t.analytics);
@@ -400,8 +428,8 @@ fn encode_trace(req: &BuildRequest, mut t: TraceToDo, warnings: &mut Warnings) -
         analytics: Some(&analytics),
         root_span_server: req.root_span_server,
     };
-    let size_hint = t.text_len.saturating_add(t.text_len / 4);
-    encode_trace_request_with(input, &extra, size_hint, warnings)
+    let buffer = std::mem::take(&mut t.out_buffer);
+    encode_trace_request_into(input, &extra, buffer, warnings)
 }
 
 /// The same trace as [`encode_trace`], its parts moved into a

@@ -22,10 +22,10 @@ pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::Clock;
 pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
 pub use result::{build_result, BuildResult};
-pub use text::LenientText;
+pub use text::{LenientText, TextScan};
 
 use crate::error::Error;
-use crate::input::{read_bounded_in, InvocationDir};
+use crate::input::{read_bounded_scanning, InvocationDir};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -42,8 +42,24 @@ pub fn load_in(
     limits: &Limits,
     warnings: &mut Warnings,
 ) -> Result<LenientText, Error> {
-    let bytes = read_bounded_in(dir, path, limits.max_file_bytes)?;
-    let text = LenientText::from_bytes(bytes);
+    load_reserving_in(dir, path, limits, 0, warnings)
+}
+
+/// [`load_in`], the text's buffer reserved with `spare_quarters` quarters
+/// of the file's size to spare, for a caller that reuses it as the output
+/// buffer (see [`crate::input::read_bounded_reserving`]).
+pub fn load_reserving_in(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    limits: &Limits,
+    spare_quarters: u64,
+    warnings: &mut Warnings,
+) -> Result<LenientText, Error> {
+    let mut scan = TextScan::default();
+    let bytes = read_bounded_scanning(dir, path, limits.max_file_bytes, spare_quarters, &mut |read| {
+        scan.feed(read)
+    })?;
+    let text = LenientText::from_scanned(bytes, &scan);
     for w in text.warnings() {
         warnings.push(format!("{}: {w}", path.display()));
     }

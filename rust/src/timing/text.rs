@@ -32,6 +32,27 @@ impl LenientText {
         }
     }
 
+    /// [`Self::from_bytes`] for bytes that `scan` saw arrive: the same
+    /// result, without checking them again when the scan found them valid
+    /// and without escapes.
+    pub fn from_scanned(bytes: Vec<u8>, scan: &TextScan) -> Self {
+        if scan.invalid || scan.valid_up_to != bytes.len() {
+            return Self::from_bytes(bytes);
+        }
+        let text = utf8_string(bytes);
+        let (text, lone_surrogates) = if scan.backslash {
+            replace_lone_surrogates(text)
+        } else {
+            // No backslash, no escape: nothing to replace.
+            (text, 0)
+        };
+        Self {
+            text,
+            invalid_utf8: false,
+            lone_surrogates,
+        }
+    }
+
     /// Human-readable notes about the repairs, for the build's warnings.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -46,6 +67,61 @@ impl LenientText {
         }
         out
     }
+}
+
+/// What [`LenientText::from_bytes`] would find, learnt piece by piece while
+/// the file is read (see [`crate::input::read_bounded_scanning`]): each
+/// piece is checked right after it arrived, while it is still in the CPU's
+/// cache, instead of in two more passes over the whole text from memory
+/// afterwards (~8 ms for a 60 MB file).
+#[derive(Debug, Default)]
+pub struct TextScan {
+    /// Bytes checked to be UTF-8 so far (a sequence cut by the end of a
+    /// piece is checked again with the next piece).
+    valid_up_to: usize,
+    /// A byte sequence that is not UTF-8 was found: the scan stops and
+    /// [`LenientText::from_scanned`] takes the slow path.
+    invalid: bool,
+    /// A backslash was seen: escapes, so lone surrogates are possible.
+    backslash: bool,
+}
+
+impl TextScan {
+    /// Checks the bytes of `read` (everything read so far) that arrived
+    /// since the last call.
+    pub fn feed(&mut self, read: &[u8]) {
+        if self.invalid {
+            return;
+        }
+        let Some(new) = read.get(self.valid_up_to..) else {
+            self.invalid = true;
+            return;
+        };
+        if !self.backslash {
+            self.backslash = memchr::memchr(b'\\', new).is_some();
+        }
+        match std::str::from_utf8(new) {
+            Ok(_) => self.valid_up_to = read.len(),
+            // Cut at the end of the piece: the rest comes with the next one.
+            Err(e) if e.error_len().is_none() => self.valid_up_to += e.valid_up_to(),
+            Err(_) => self.invalid = true,
+        }
+    }
+}
+
+/// `bytes` as a `String` without checking them again.
+///
+/// Only called by [`LenientText::from_scanned`] when a [`TextScan`] checked
+/// all of `bytes`: each piece from where the previous valid prefix ended
+/// (a character boundary) to the end of what had been read, and the read
+/// only ever appends. Valid UTF-8 pieces joined at character boundaries are
+/// valid UTF-8.
+#[allow(unsafe_code)]
+fn utf8_string(bytes: Vec<u8>) -> String {
+    debug_assert!(std::str::from_utf8(&bytes).is_ok());
+    // SAFETY: see above; the scan covered bytes[..bytes.len()] and found
+    // every piece valid.
+    unsafe { String::from_utf8_unchecked(bytes) }
 }
 
 /// Rewrites every lone surrogate escape as `\ufffd`; returns the text
@@ -148,6 +224,55 @@ mod tests {
     #[test]
     fn truncated_escape_is_left_for_the_parser() {
         assert_eq!(fix(r#""\udc"#), (r#""\udc"#.to_owned(), 0));
+    }
+
+    /// Feeds `bytes` to a scan in pieces of `piece` bytes, as the read does.
+    fn scanned(bytes: &[u8], piece: usize) -> LenientText {
+        let mut scan = TextScan::default();
+        let mut read = Vec::new();
+        for p in bytes.chunks(piece.max(1)) {
+            read.extend_from_slice(p);
+            scan.feed(&read);
+        }
+        LenientText::from_scanned(read, &scan)
+    }
+
+    #[test]
+    fn scanned_pieces_give_what_from_bytes_gives() {
+        let cases: [&[u8]; 6] = [
+            "{\"a\":\"é€😀 plain\"}".as_bytes(),
+            br#"{"a":"x\udc80y","b":"\ud83d\ude00"}"#,
+            b"{\"a\":\"x\xffy\"}",
+            // A sequence cut short at the very end of the file.
+            b"{\"a\":\"\xe2\x82",
+            br#"no\\udc80escape"#,
+            b"",
+        ];
+        for bytes in cases {
+            let whole = LenientText::from_bytes(bytes.to_vec());
+            for piece in 1..=bytes.len().max(1) {
+                let t = scanned(bytes, piece);
+                assert_eq!(
+                    (&t.text, t.invalid_utf8, t.lone_surrogates),
+                    (&whole.text, whole.invalid_utf8, whole.lone_surrogates),
+                    "{bytes:?} in pieces of {piece}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn scan_finds_what_it_must() {
+        let mut scan = TextScan::default();
+        scan.feed("a€".as_bytes().get(..2).unwrap());
+        assert_eq!(
+            (scan.valid_up_to, scan.invalid, scan.backslash),
+            (1, false, false)
+        );
+        scan.feed("a€\\".as_bytes());
+        assert_eq!((scan.valid_up_to, scan.invalid, scan.backslash), (5, false, true));
+        scan.feed(b"a\xe2\x82\xac\\\xff");
+        assert!(scan.invalid);
     }
 
     #[test]
