@@ -6,7 +6,9 @@
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 
 use super::attributes::{saturating_i64, AttrBuilder};
+use super::history::{RULE_DURATION_DELTA_S, RULE_TIME_SAVED_S};
 use crate::analytics::{BuildAnalytics, RuleFacts};
+use crate::history::RuleHistory;
 
 /// Root: sum of rule durations ÷ wall time of the `build_execution` phase.
 pub const PARALLELISM_AVG: &str = "ct.build.parallelism.avg";
@@ -48,15 +50,37 @@ pub fn analytics_root_attributes(analytics: &BuildAnalytics, max_attribute_len: 
     a.finish().0
 }
 
-/// Appends a rule span's analytics attributes (after its metadata).
-pub fn push_rule_attributes(a: &mut AttrBuilder, facts: RuleFacts) {
-    a.double(RULE_WEIGHTED_S, facts.weighted_s);
-    if facts.critical_path {
-        a.bool(CRITICAL_PATH, true);
-    }
-    if let Some(drag) = facts.drag_s {
-        a.double(RULE_DRAG_S, drag);
-    }
+/// A rule attribute's value: a number of seconds or a flag.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RuleValue {
+    Double(f64),
+    Bool(bool),
+}
+
+/// A rule span's analytics attributes, the compile history's after them,
+/// in the order they follow its metadata: the one list both trace encoders
+/// (`SpanWriter` and the wire encoder) write, so they cannot drift apart.
+pub fn rule_attributes(
+    facts: Option<RuleFacts>,
+    history: Option<RuleHistory>,
+) -> impl Iterator<Item = (&'static str, RuleValue)> {
+    [
+        facts.map(|f| (RULE_WEIGHTED_S, RuleValue::Double(f.weighted_s))),
+        facts
+            .filter(|f| f.critical_path)
+            .map(|_| (CRITICAL_PATH, RuleValue::Bool(true))),
+        facts
+            .and_then(|f| f.drag_s)
+            .map(|d| (RULE_DRAG_S, RuleValue::Double(d))),
+        history
+            .and_then(|h| h.time_saved_s)
+            .map(|v| (RULE_TIME_SAVED_S, RuleValue::Double(v))),
+        history
+            .and_then(|h| h.duration_delta_s)
+            .map(|v| (RULE_DURATION_DELTA_S, RuleValue::Double(v))),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 #[cfg(test)]
@@ -105,16 +129,14 @@ mod tests {
     #[test]
     fn critical_path_flag_only_when_true() {
         let keys = |critical_path, drag_s| {
-            let mut a = AttrBuilder::new(100);
-            push_rule_attributes(
-                &mut a,
-                RuleFacts {
-                    weighted_s: 1.0,
-                    critical_path,
-                    drag_s,
-                },
-            );
-            a.finish().0.into_iter().map(|kv| kv.key).collect::<Vec<_>>()
+            let facts = RuleFacts {
+                weighted_s: 1.0,
+                critical_path,
+                drag_s,
+            };
+            rule_attributes(Some(facts), None)
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
         };
         assert_eq!(
             keys(true, Some(0.5)),

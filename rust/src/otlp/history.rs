@@ -14,7 +14,7 @@ use prost::Message;
 
 use super::attributes::{saturating_i64, AttrBuilder};
 use super::scope::{scope, SCOPE_NAME};
-use crate::history::{HistorySummary, RuleHistory};
+use crate::history::HistorySummary;
 use crate::timing::CACHE_LAYER_KEY;
 
 /// Rule: the target's last compile − this cache hit, seconds.
@@ -48,16 +48,6 @@ pub fn history_root_attributes(s: &HistorySummary, max_attribute_len: u32) -> Ve
         );
     }
     a.finish().0
-}
-
-/// Appends a rule span's history attributes (after its analytics).
-pub fn push_rule_history_attributes(a: &mut AttrBuilder, h: RuleHistory) {
-    if let Some(saved) = h.time_saved_s {
-        a.double(RULE_TIME_SAVED_S, saved);
-    }
-    if let Some(delta) = h.duration_delta_s {
-        a.double(RULE_DURATION_DELTA_S, delta);
-    }
 }
 
 /// What the time-saved metric of one build is made from.
@@ -135,7 +125,7 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::any_value;
 
     use super::*;
-    use crate::history::CacheLayer;
+    use crate::history::{CacheLayer, RuleHistory};
 
     fn summary() -> HistorySummary {
         HistorySummary {
@@ -159,17 +149,18 @@ mod tests {
             [BUILD_TIME_SAVED_S, BUILD_CACHE_SLOWER_HITS, BUILD_TOP_REGRESSIONS]
         );
         assert!(keys(&HistorySummary::default()).is_empty());
-        let mut a = AttrBuilder::new(100);
-        push_rule_history_attributes(
-            &mut a,
-            RuleHistory {
-                time_saved_s: None,
-                duration_delta_s: Some(1.5),
-            },
+        let h = RuleHistory {
+            time_saved_s: None,
+            duration_delta_s: Some(1.5),
+        };
+        let kv: Vec<_> = crate::otlp::analytics::rule_attributes(None, Some(h)).collect();
+        assert_eq!(
+            kv,
+            [(
+                RULE_DURATION_DELTA_S,
+                crate::otlp::analytics::RuleValue::Double(1.5)
+            )]
         );
-        let kv = a.finish().0;
-        assert_eq!(kv.len(), 1);
-        assert_eq!(kv[0].key, RULE_DURATION_DELTA_S);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Spa
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::analytics::{push_rule_attributes, CRITICAL_PATH, RULE_DRAG_S, RULE_WEIGHTED_S};
+use super::analytics::{rule_attributes, RuleValue};
 use super::attributes::AttrBuilder;
 use super::scope::{scope, SCOPE_NAME};
 use super::semconv;
@@ -480,28 +480,12 @@ impl<'x> SpanEncoder<'x> {
                 None => attrs.push((key, v)),
             }
         }
-        // Keep in step with `push_rule_attributes` and
-        // `push_rule_history_attributes` (the reference encoder's).
-        if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
-            builtin(attrs, RULE_WEIGHTED_S, WireValue::Double(facts.weighted_s));
-            if facts.critical_path {
-                builtin(attrs, CRITICAL_PATH, WireValue::Bool(true));
-            }
-            if let Some(drag) = facts.drag_s {
-                builtin(attrs, RULE_DRAG_S, WireValue::Double(drag));
-            }
-        }
-        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
-            if let Some(saved) = h.time_saved_s {
-                builtin(attrs, super::history::RULE_TIME_SAVED_S, WireValue::Double(saved));
-            }
-            if let Some(delta) = h.duration_delta_s {
-                builtin(
-                    attrs,
-                    super::history::RULE_DURATION_DELTA_S,
-                    WireValue::Double(delta),
-                );
-            }
+        for (key, value) in rule_analytics(self.analytics, event.id()) {
+            let v = match value {
+                RuleValue::Double(v) => WireValue::Double(v),
+                RuleValue::Bool(v) => WireValue::Bool(v),
+            };
+            builtin(attrs, key, v);
         }
         if let Some(rule_type) = rule_type {
             if !target.is_empty() {
@@ -759,11 +743,11 @@ impl SpanWriter<'_> {
         for (key, value) in event.metadata() {
             a.metadata(key, value);
         }
-        if let Some(facts) = self.analytics.and_then(|an| an.rule(event.id())) {
-            push_rule_attributes(&mut a, facts);
-        }
-        if let Some(h) = self.analytics.and_then(|an| an.history()?.rule(event.id())) {
-            super::history::push_rule_history_attributes(&mut a, h);
+        for (key, value) in rule_analytics(self.analytics, event.id()) {
+            match value {
+                RuleValue::Double(v) => a.double(key, v),
+                RuleValue::Bool(v) => a.bool(key, v),
+            }
         }
         semconv::push_rule_attributes(&mut a, event);
         let (attributes, spare, dropped) = a.finish_recycling();
@@ -771,6 +755,16 @@ impl SpanWriter<'_> {
         self.scratch.dropped_attributes_count = dropped;
         self.spare = spare;
     }
+}
+
+/// A rule's analytics and history attributes ([`rule_attributes`]).
+fn rule_analytics(
+    analytics: Option<&BuildAnalytics>,
+    id: EventId,
+) -> impl Iterator<Item = (&'static str, RuleValue)> {
+    let facts = analytics.and_then(|an| an.rule(id));
+    let history = analytics.and_then(|an| an.history()?.rule(id));
+    rule_attributes(facts, history)
 }
 
 fn set_id(dst: &mut Vec<u8>, id: &[u8]) {
