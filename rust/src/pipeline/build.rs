@@ -314,18 +314,19 @@ impl Identity {
     }
 }
 
-/// The compile history's `ct.cache.time_saved`, appended to the build's
-/// metrics in the same series identity as its other metrics.
-fn append_time_saved(
-    req: &BuildRequest,
-    metrics: &mut Option<Vec<u8>>,
-    facts: &HistoryFacts,
-    id: &Identity,
-) -> u64 {
-    let max_attribute_len = req.limits.max_attribute_len;
-    let series = if req.metric_identity == MetricIdentity::Build {
+/// The series a build's metrics belong to: the trace's resource identified
+/// by the trace id, each point cumulative over the build (per-build
+/// identity, ct-cake's form); or the host's resource with the build's
+/// deltas and its keys on the points (series the host's builds share).
+fn metric_series(req: &BuildRequest, id: &Identity) -> history::MetricSeries {
+    if req.metric_identity == MetricIdentity::Build {
+        let resource = with_invocation_id(
+            &id.resource,
+            &ids::to_hex(&id.trace_id),
+            req.limits.max_attribute_len,
+        );
         history::MetricSeries {
-            resource: with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len),
+            resource,
             temporality: AggregationTemporality::Cumulative,
             point_attributes: Vec::new(),
         }
@@ -338,8 +339,25 @@ fn append_time_saved(
                 (semconv::PIPELINE_NAME, req.pipeline_name.clone()),
             ],
         }
-    };
-    history::append_time_saved(metrics, facts, series, (id.start, id.end), max_attribute_len)
+    }
+}
+
+/// The compile history's `ct.cache.time_saved`, appended to the build's
+/// metrics in the same series as its other metrics.
+fn append_time_saved(
+    req: &BuildRequest,
+    metrics: &mut Option<Vec<u8>>,
+    facts: &HistoryFacts,
+    id: &Identity,
+) -> u64 {
+    let series = metric_series(req, id);
+    history::append_time_saved(
+        metrics,
+        facts,
+        series,
+        (id.start, id.end),
+        req.limits.max_attribute_len,
+    )
 }
 
 /// The build's metrics request: one resource — the trace's, identified by
@@ -355,11 +373,7 @@ fn encode_metrics(
 ) -> (Vec<u8>, u64) {
     let max_attribute_len = req.limits.max_attribute_len;
     let per_build = req.metric_identity == MetricIdentity::Build;
-    let resource = if per_build {
-        with_invocation_id(&id.resource, &ids::to_hex(&id.trace_id), max_attribute_len)
-    } else {
-        host_resource(req)
-    };
+    let series = metric_series(req, id);
     let mut scope_metrics = Vec::with_capacity(2);
     let mut points = 0;
     if let Some(log) = ccache {
@@ -370,10 +384,7 @@ fn encode_metrics(
             time_unix_nano: id.end,
             max_attribute_len,
             per_build,
-            shared_series_attributes: vec![
-                ("ct.variant", id.variant.clone()),
-                (semconv::PIPELINE_NAME, req.pipeline_name.clone()),
-            ],
+            shared_series_attributes: series.point_attributes.clone(),
         };
         let (scope, n) = ccache_scope_metrics(&input, warnings);
         scope_metrics.push(scope);
@@ -387,11 +398,7 @@ fn encode_metrics(
             pipeline_name: &req.pipeline_name,
             start_unix_nano: id.start,
             time_unix_nano: id.end,
-            temporality: if per_build {
-                AggregationTemporality::Cumulative
-            } else {
-                AggregationTemporality::Delta
-            },
+            temporality: series.temporality,
             max_attribute_len,
             analytics: analytics.summary(),
             history: analytics.history(),
@@ -402,7 +409,7 @@ fn encode_metrics(
     }
     let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
-            resource: Some(resource),
+            resource: Some(series.resource),
             scope_metrics,
             schema_url: String::new(),
         }],
