@@ -50,6 +50,10 @@ const (
 	wireFixed32 = 5
 )
 
+// ownedSpan is how many bytes of spans one copy takes at most (unless a
+// single span is larger).
+const ownedSpan = 8 << 10
+
 // maxValueDepth bounds nested array and key-value-list values; deeper
 // ones are left to pdata, whose own limit (100) is far above it.
 const maxValueDepth = 16
@@ -57,7 +61,7 @@ const maxValueDepth = 16
 // field is one field of a message: a varint or fixed value in val, or a
 // length-delimited body s[start:end].
 type field struct {
-	num        uint64
+	num        uint32 // 0 (never a field) for numbers past 32 bits
 	wire       uint8
 	val        uint64
 	start, end int
@@ -69,19 +73,29 @@ type traceDecoder struct {
 	raw []byte // the request, read only: nothing decoded points into it
 	// owned is the span being decoded, copied into Go memory once: its
 	// name, keys and string values are substrings of it (owned[i] is
-	// raw[ownedAt+i]). One copy per span rather than per request: a
-	// value a consumer keeps keeps its span's bytes alive, not the
-	// request's, and small copies stay cheap where one large one faults
-	// fresh pages in. Outside a span (resource, scope) each string is
-	// copied on its own: there are few.
+	// raw[ownedAt+i]). A copy covers the spans that follow as well, up
+	// to ownedSpan bytes: a value a consumer keeps keeps those bytes
+	// alive, not the request's, and small copies stay cheap where one
+	// large one faults fresh pages in. Outside a span (resource, scope)
+	// each string is copied on its own: there are few.
 	owned   string
 	ownedAt int
 	inSpan  bool
+	// spansEnd is where the spans of the scope being decoded end: a copy
+	// for one span runs on over the next ones up to ownedSpan bytes.
+	spansEnd int
 	// fields is scratch for the fields of the span being decoded.
 	fields []field
 }
 
 func (d *traceDecoder) varint(pos, end int) (uint64, int, bool) {
+	if pos < end && d.raw[pos] < 0x80 { // most tags and lengths
+		return uint64(d.raw[pos]), pos + 1, true
+	}
+	return d.longVarint(pos, end)
+}
+
+func (d *traceDecoder) longVarint(pos, end int) (uint64, int, bool) {
 	var v uint64
 	for shift := uint(0); shift < 64; shift += 7 {
 		if pos >= end {
@@ -111,7 +125,10 @@ func (d *traceDecoder) next(pos, end int) (f field, after int, ok bool) {
 	if !ok {
 		return f, 0, false
 	}
-	f.num, f.wire = tag>>3, uint8(tag&7)
+	if tag>>3 <= math.MaxUint32 {
+		f.num = uint32(tag >> 3)
+	}
+	f.wire = uint8(tag & 7)
 	switch f.wire {
 	case wireVarint:
 		f.val, pos, ok = d.varint(pos, end)
@@ -147,7 +164,7 @@ func (d *traceDecoder) counts(start, end int) (n [17]int, ok bool) {
 		if f, pos, ok = d.next(pos, end); !ok {
 			return n, false
 		}
-		if f.wire == wireBytes && f.num < uint64(len(n)) {
+		if f.wire == wireBytes && int(f.num) < len(n) {
 			n[f.num]++
 		}
 	}
@@ -258,6 +275,7 @@ func (d *traceDecoder) scopeSpans(ss ptrace.ScopeSpans, start, end int) bool {
 	}
 	spans := ss.Spans()
 	spans.EnsureCapacity(n[2])
+	d.spansEnd = end
 	var seenScope bool
 	for pos := start; pos < end; {
 		var f field
@@ -338,8 +356,18 @@ func (d *traceDecoder) span(sp ptrace.Span, start, end int) bool {
 			}
 		}
 	}
-	d.owned, d.ownedAt, d.inSpan = string(d.raw[start:end]), start, true
-	defer func() { d.owned, d.inSpan = "", false }()
+	if start < d.ownedAt || end > d.ownedAt+len(d.owned) {
+		copyEnd := max(end, min(start+ownedSpan, d.spansEnd))
+		d.owned, d.ownedAt = string(d.raw[start:copyEnd]), start
+	}
+	d.inSpan = true
+	ok := d.spanFields(sp, attrs, events, links)
+	d.inSpan = false
+	return ok
+}
+
+// spanFields fills sp from d.fields.
+func (d *traceDecoder) spanFields(sp ptrace.Span, attrs, events, links int) bool {
 	attributes := sp.Attributes()
 	attributes.EnsureCapacity(attrs)
 	sp.Events().EnsureCapacity(events)
@@ -488,7 +516,7 @@ func (d *traceDecoder) link(l ptrace.SpanLink, start, end int) bool {
 // a Map replaces the value of a key it has: a key seen before gives up.
 func (d *traceDecoder) keyValue(m pcommon.Map, start, end, depth int) bool {
 	var key string
-	value := field{start: -1}
+	value := field{start: -1, end: -1} // none
 	for pos := start; pos < end; {
 		f, after, ok := d.next(pos, end)
 		if !ok || f.wire != wireBytes {
@@ -508,14 +536,32 @@ func (d *traceDecoder) keyValue(m pcommon.Map, start, end, depth int) bool {
 		}
 	}
 	before := m.Len()
-	v := m.PutEmpty(key)
-	if m.Len() != before+1 {
-		return false
+	if value.start == value.end { // no value, or an empty one
+		m.PutEmpty(key)
+		return m.Len() == before+1
 	}
-	if value.start < 0 {
-		return true
+	// The scalar kinds, nearly every attribute, straight into the map.
+	f, after, ok := d.next(value.start, value.end)
+	if !ok || after != value.end {
+		return false // a second oneof field: the last wins in pdata
 	}
-	return d.value(v, value.start, value.end, depth)
+	switch {
+	case f.num == 1 && f.wire == wireBytes:
+		m.PutStr(key, d.text(f))
+	case f.num == 2 && f.wire == wireVarint:
+		m.PutBool(key, f.val != 0)
+	case f.num == 3 && f.wire == wireVarint:
+		m.PutInt(key, int64(f.val))
+	case f.num == 4 && f.wire == wireFixed64:
+		m.PutDouble(key, math.Float64frombits(f.val))
+	default:
+		v := m.PutEmpty(key)
+		if m.Len() != before+1 {
+			return false
+		}
+		return d.value(v, value.start, value.end, depth)
+	}
+	return m.Len() == before+1
 }
 
 // value sets v to the AnyValue s[start:end]: one oneof field, or none
