@@ -88,14 +88,9 @@ type traceDecoder struct {
 	fields []field
 }
 
+// varint reads a varint of more than one byte; next reads the one-byte
+// ones (most tags and lengths) itself.
 func (d *traceDecoder) varint(pos, end int) (uint64, int, bool) {
-	if pos < end && d.raw[pos] < 0x80 { // most tags and lengths
-		return uint64(d.raw[pos]), pos + 1, true
-	}
-	return d.longVarint(pos, end)
-}
-
-func (d *traceDecoder) longVarint(pos, end int) (uint64, int, bool) {
 	var v uint64
 	for shift := uint(0); shift < 64; shift += 7 {
 		if pos >= end {
@@ -121,9 +116,14 @@ func (d *traceDecoder) fixed(pos, n int) uint64 {
 
 // next reads the field at pos, which ends before end.
 func (d *traceDecoder) next(pos, end int) (f field, after int, ok bool) {
-	tag, pos, ok := d.varint(pos, end)
-	if !ok {
+	if pos >= end {
 		return f, 0, false
+	}
+	tag := uint64(d.raw[pos])
+	if pos++; tag >= 0x80 {
+		if tag, pos, ok = d.varint(pos-1, end); !ok {
+			return f, 0, false
+		}
 	}
 	if tag>>3 <= math.MaxUint32 {
 		f.num = uint32(tag >> 3)
@@ -146,8 +146,16 @@ func (d *traceDecoder) next(pos, end int) (f field, after int, ok bool) {
 		f.val = d.fixed(pos, 4)
 		return f, pos + 4, true
 	case wireBytes:
-		n, pos, ok := d.varint(pos, end)
-		if !ok || n > uint64(end-pos) {
+		if pos >= end {
+			return f, 0, false
+		}
+		n := uint64(d.raw[pos])
+		if pos++; n >= 0x80 {
+			if n, pos, ok = d.varint(pos-1, end); !ok {
+				return f, 0, false
+			}
+		}
+		if n > uint64(end-pos) {
 			return f, 0, false
 		}
 		f.start, f.end = pos, pos+int(n)
