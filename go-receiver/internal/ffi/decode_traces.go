@@ -84,8 +84,6 @@ type traceDecoder struct {
 	// spansEnd is where the spans of the scope being decoded end: a copy
 	// for one span runs on over the next ones up to ownedSpan bytes.
 	spansEnd int
-	// fields is scratch for the fields of the span being decoded.
-	fields []field
 }
 
 // varint reads a varint of more than one byte; next reads the one-byte
@@ -342,47 +340,41 @@ func (d *traceDecoder) scope(sc pcommon.InstrumentationScope, start, end int) bo
 }
 
 func (d *traceDecoder) span(sp ptrace.Span, start, end int) bool {
-	// One pass reads the fields and sizes the repeated ones, the next
-	// fills them in.
-	d.fields = d.fields[:0]
-	var attrs, events, links int
+	if start < d.ownedAt || end > d.ownedAt+len(d.owned) {
+		copyEnd := max(end, min(start+ownedSpan, d.spansEnd))
+		d.owned, d.ownedAt = string(d.raw[start:copyEnd]), start
+	}
+	d.inSpan = true
+	ok := d.spanFields(sp, start, end)
+	d.inSpan = false
+	return ok
+}
+
+// run is how many fields of number num follow one another from pos: the
+// size of a repeated field, which the core writes in one run.
+func (d *traceDecoder) run(pos, end int, num uint32) int {
+	n := 0
+	for pos < end {
+		f, after, ok := d.next(pos, end)
+		if !ok || f.num != num {
+			break
+		}
+		n, pos = n+1, after
+	}
+	return n
+}
+
+func (d *traceDecoder) spanFields(sp ptrace.Span, start, end int) bool {
+	attributes := sp.Attributes()
+	// Each repeated field is sized at its first element.
+	var sizedAttributes, sizedEvents, sizedLinks bool
+	var seenStatus bool
 	for pos := start; pos < end; {
 		f, after, ok := d.next(pos, end)
 		if !ok {
 			return false
 		}
 		pos = after
-		d.fields = append(d.fields, f)
-		if f.wire == wireBytes {
-			switch f.num {
-			case 9:
-				attrs++
-			case 11:
-				events++
-			case 13:
-				links++
-			}
-		}
-	}
-	if start < d.ownedAt || end > d.ownedAt+len(d.owned) {
-		copyEnd := max(end, min(start+ownedSpan, d.spansEnd))
-		d.owned, d.ownedAt = string(d.raw[start:copyEnd]), start
-	}
-	d.inSpan = true
-	ok := d.spanFields(sp, attrs, events, links)
-	d.inSpan = false
-	return ok
-}
-
-// spanFields fills sp from d.fields.
-func (d *traceDecoder) spanFields(sp ptrace.Span, attrs, events, links int) bool {
-	attributes := sp.Attributes()
-	attributes.EnsureCapacity(attrs)
-	sp.Events().EnsureCapacity(events)
-	sp.Links().EnsureCapacity(links)
-	var seenStatus bool
-	for _, f := range d.fields {
-		ok := true
 		switch {
 		case f.num == 1:
 			var id pcommon.TraceID
@@ -407,14 +399,26 @@ func (d *traceDecoder) spanFields(sp ptrace.Span, attrs, events, links int) bool
 		case f.num == 8 && f.wire == wireFixed64:
 			sp.SetEndTimestamp(pcommon.Timestamp(f.val))
 		case f.num == 9 && f.wire == wireBytes:
+			if !sizedAttributes {
+				attributes.EnsureCapacity(1 + d.run(pos, end, 9))
+				sizedAttributes = true
+			}
 			ok = d.keyValue(attributes, f.start, f.end, 0)
 		case f.num == 10 && f.wire == wireVarint:
 			sp.SetDroppedAttributesCount(uint32(f.val))
 		case f.num == 11 && f.wire == wireBytes:
+			if !sizedEvents {
+				sp.Events().EnsureCapacity(1 + d.run(pos, end, 11))
+				sizedEvents = true
+			}
 			ok = d.event(sp.Events().AppendEmpty(), f.start, f.end)
 		case f.num == 12 && f.wire == wireVarint:
 			sp.SetDroppedEventsCount(uint32(f.val))
 		case f.num == 13 && f.wire == wireBytes:
+			if !sizedLinks {
+				sp.Links().EnsureCapacity(1 + d.run(pos, end, 13))
+				sizedLinks = true
+			}
 			ok = d.link(sp.Links().AppendEmpty(), f.start, f.end)
 		case f.num == 14 && f.wire == wireVarint:
 			sp.SetDroppedLinksCount(uint32(f.val))
