@@ -527,6 +527,14 @@ func (d *traceDecoder) link(l ptrace.SpanLink, start, end int) bool {
 // keyValue adds one KeyValue to m. pdata appends every KeyValue it reads,
 // a Map replaces the value of a key it has: a key seen before gives up.
 func (d *traceDecoder) keyValue(m pcommon.Map, start, end, depth int) bool {
+	// The core's form, key then value, each shorter than 128 bytes, read
+	// without the general loop: a build has ~11 of these a span.
+	if kv := d.raw[start:end]; len(kv) >= 4 && kv[0] == 1<<3|wireBytes && kv[1] < 0x80 {
+		k := 2 + int(kv[1]) // the value's tag
+		if k+2 <= len(kv) && kv[k] == 2<<3|wireBytes && kv[k+1] < 0x80 && k+2+int(kv[k+1]) == len(kv) {
+			return d.putValue(m, d.text(field{start: start + 2, end: start + k}), start+k+2, end, depth)
+		}
+	}
 	var key string
 	value := field{start: -1, end: -1} // none
 	for pos := start; pos < end; {
@@ -547,14 +555,20 @@ func (d *traceDecoder) keyValue(m pcommon.Map, start, end, depth int) bool {
 			return false
 		}
 	}
+	return d.putValue(m, key, value.start, value.end, depth)
+}
+
+// putValue puts key with the AnyValue raw[start:end] into m (start == end:
+// no value, or an empty one) and reports whether key was new.
+func (d *traceDecoder) putValue(m pcommon.Map, key string, start, end, depth int) bool {
 	before := m.Len()
-	if value.start == value.end { // no value, or an empty one
+	if start == end {
 		m.PutEmpty(key)
 		return m.Len() == before+1
 	}
 	// The scalar kinds, nearly every attribute, straight into the map.
-	f, after, ok := d.next(value.start, value.end)
-	if !ok || after != value.end {
+	f, after, ok := d.next(start, end)
+	if !ok || after != end {
 		return false // a second oneof field: the last wins in pdata
 	}
 	switch {
@@ -571,7 +585,7 @@ func (d *traceDecoder) keyValue(m pcommon.Map, start, end, depth int) bool {
 		if m.Len() != before+1 {
 			return false
 		}
-		return d.value(v, value.start, value.end, depth)
+		return d.value(v, start, end, depth)
 	}
 	return m.Len() == before+1
 }
