@@ -13,9 +13,10 @@ import (
 // pdata. pdata's own unmarshaler allocates every key and string value
 // separately and grows every attribute slice one append at a time: at
 // ~11 attributes a span that was most of the Go side's time on a large
-// build. traceDecoder instead copies the bytes into Go memory once, takes
-// every span's strings as substrings of that copy and sizes every slice
-// before filling it, through pdata's public API.
+// build. traceDecoder instead copies the spans' bytes into Go memory once
+// (a copy for every ~8 KB of spans), takes their strings as substrings of
+// that copy and sizes every slice before filling it, through pdata's
+// public API.
 //
 // It knows exactly the OTLP trace fields pdata knows, in their canonical
 // form. On anything else (an unknown field or wire type, a singular
@@ -59,7 +60,7 @@ const ownedSpan = 8 << 10
 const maxValueDepth = 16
 
 // field is one field of a message: a varint or fixed value in val, or a
-// length-delimited body s[start:end].
+// length-delimited body raw[start:end].
 type field struct {
 	num        uint32 // 0 (never a field) for numbers past 32 bits
 	wire       uint8
@@ -86,8 +87,8 @@ type traceDecoder struct {
 	spansEnd int
 }
 
-// varint reads a varint of more than one byte; next reads the one-byte
-// ones (most tags and lengths) itself.
+// varint reads a varint at pos. next reads one-byte tags and lengths,
+// most of them, itself: a call here is not inlined.
 func (d *traceDecoder) varint(pos, end int) (uint64, int, bool) {
 	var v uint64
 	for shift := uint(0); shift < 64; shift += 7 {
@@ -163,7 +164,7 @@ func (d *traceDecoder) next(pos, end int) (f field, after int, ok bool) {
 }
 
 // counts is how many length-delimited fields of each number up to 16
-// the message s[start:end] holds: the sizes of its repeated fields.
+// the message raw[start:end] holds: the sizes of its repeated fields.
 func (d *traceDecoder) counts(start, end int) (n [17]int, ok bool) {
 	for pos := start; pos < end; {
 		var f field
@@ -590,7 +591,7 @@ func (d *traceDecoder) putValue(m pcommon.Map, key string, start, end, depth int
 	return m.Len() == before+1
 }
 
-// value sets v to the AnyValue s[start:end]: one oneof field, or none
+// value sets v to the AnyValue raw[start:end]: one oneof field, or none
 // (an empty value).
 func (d *traceDecoder) value(v pcommon.Value, start, end, depth int) bool {
 	if start == end {
