@@ -47,20 +47,22 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 			r, _ := pollableReceiver(b, cfg, consumertest.NewNop())
 			ctx := context.Background()
 			req := r.request(ctx, discovery.Build{Dir: dir}, ffi.SignalTraces, openBuild{})
-			var consuming time.Duration // from the open build to the last Consume
+			var consuming, cpu time.Duration // from the open build to the last Consume
 			for b.Loop() {
 				res, stream, err := ffi.Open(ctx, req, cfg.MaxRequestSpans)
 				if err != nil || !res.HasTraces {
 					b.Fatal(err)
 				}
-				start := time.Now()
+				start, startCPU := time.Now(), processCPU()
 				if _, err := r.consumeTraceStream(ctx, stream, traceProgress{}); err != nil {
 					b.Fatal(err)
 				}
 				consuming += time.Since(start)
+				cpu += processCPU() - startCPU
 				stream.Close()
 			}
 			b.ReportMetric(consuming.Seconds()*1000/float64(b.N), "consume-ms/op")
+			b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "consume-cpu-ms/op")
 		})
 	}
 	// The Go side alone, issue 12's measure (its time against the Rust
@@ -76,6 +78,7 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 		ctx := context.Background()
 		req := r.request(ctx, discovery.Build{Dir: dir}, ffi.SignalTraces, openBuild{})
 		fallbacks := ffi.TraceDecodeFallbacks()
+		var cpu time.Duration
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			_, stream, err := ffi.Open(ctx, req, cfg.MaxRequestSpans)
@@ -90,9 +93,11 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 			}
 			encoded := func(_ context.Context, k int) (*ffi.RawChunk, error) { return chunks[k], nil }
 			b.StartTimer()
+			startCPU := processCPU()
 			if _, err := r.consumeChunks(ctx, stream.Info, encoded, traceProgress{}); err != nil {
 				b.Fatal(err)
 			}
+			cpu += processCPU() - startCPU
 			b.StopTimer()
 			for _, c := range chunks {
 				c.Free() // a no-op for every chunk consumeChunks freed
@@ -100,6 +105,9 @@ func BenchmarkBuildToConsumer(b *testing.B) {
 			stream.Close()
 			b.StartTimer()
 		}
+		// CPU time on every core: on an idle machine with two cores the
+		// wall time is about half of it.
+		b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/op")
 		if n := ffi.TraceDecodeFallbacks() - fallbacks; n > 0 {
 			b.Errorf("%d chunks went through pdata's unmarshaler: the core writes something the decoder does not know", n)
 		}
