@@ -327,3 +327,35 @@ func FuzzDecoderIsPdataOrFallsBack(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTraceChunkDecode: the receiver's decoder against pdata's
+// unmarshaler on every tenth chunk (128 spans) of the build in
+// CT_BENCH_TIMING_DIR, one chunk an op, allocations reported.
+func BenchmarkTraceChunkDecode(b *testing.B) {
+	dir := os.Getenv("CT_BENCH_TIMING_DIR")
+	if dir == "" {
+		b.Skip("set CT_BENCH_TIMING_DIR to an invocation directory with a large timing.json")
+	}
+	req := Request{InvocationDir: dir, HostName: "bench", Signals: SignalTraces, Limits: Limits{MaxFileBytes: 1 << 30, MaxEvents: 2_000_000}}
+	all := encodedChunks(b, req, 128)
+	var chunks [][]byte
+	for k := 0; k < len(all); k += 10 {
+		chunks = append(chunks, all[k])
+	}
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (ptrace.Traces, error)
+	}{
+		{"decoder", unmarshalTraces},
+		{"pdata", (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.decode(chunks[i%len(chunks)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
