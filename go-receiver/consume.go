@@ -132,7 +132,16 @@ type decodedChunk struct {
 // and the error that stopped it: a consumer's, or an *ffi.Error when the
 // core failed (a panic, a cancelled call) or a chunk did not decode.
 func (r *compiletoolsReceiver) consumeTraceStream(ctx context.Context, stream *ffi.TraceStream, done traceProgress) (traceProgress, error) {
-	progress := traceProgress{spans: int(stream.Info.Spans), traceID: stream.Info.TraceID}
+	return r.consumeChunks(ctx, stream.Info, stream.Encode, done)
+}
+
+// encodeChunk has chunk k of a trace encoded; the caller frees it.
+type encodeChunk func(ctx context.Context, k int) (*ffi.RawChunk, error)
+
+// consumeChunks is consumeTraceStream with the encoder as a parameter, so
+// a benchmark can time the Go side alone on chunks encoded beforehand.
+func (r *compiletoolsReceiver) consumeChunks(ctx context.Context, info ffi.StreamInfo, encode encodeChunk, done traceProgress) (traceProgress, error) {
+	progress := traceProgress{spans: int(info.Spans), traceID: info.TraceID}
 	if done.spans == progress.spans && done.traceID == progress.traceID {
 		progress.requests = done.requests
 	}
@@ -145,9 +154,9 @@ func (r *compiletoolsReceiver) consumeTraceStream(ctx context.Context, stream *f
 	go func() {
 		defer wg.Done()
 		defer close(pending)
-		for k := progress.requests; k < stream.Info.Chunks && ectx.Err() == nil; k++ {
+		for k := progress.requests; k < info.Chunks && ectx.Err() == nil; k++ {
 			result := make(chan decodedChunk, 1)
-			raw, err := stream.Encode(ectx, k)
+			raw, err := encode(ectx, k)
 			if err != nil {
 				result <- decodedChunk{err: err}
 			} else {

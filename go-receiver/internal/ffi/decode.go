@@ -4,15 +4,15 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // decodeOutput turns what every core call returns into an Output, or into
 // an error carrying the core's message when code is not CodeOK. The byte
 // slices are views of the core's result buffers, which the caller frees
 // right after this returns: nothing decoded may point into them. pdata's
-// unmarshalers copy every string and byte slice out of their input, and
-// Go's string conversions copy (decode_test.go checks both).
+// unmarshalers copy every string and byte slice out of their input,
+// unmarshalTraces copies its input into one Go string first, and Go's
+// string conversions copy (decode_test.go checks all three).
 func decodeOutput(code Code, message, warnings, traces, metrics []byte) (Output, error) {
 	if code != CodeOK {
 		return Output{}, &Error{Code: code, Message: string(message)}
@@ -22,7 +22,7 @@ func decodeOutput(code Code, message, warnings, traces, metrics []byte) (Output,
 		out.Warnings = strings.Split(string(warnings), "\n")
 	}
 	var err error
-	if out.Traces, out.HasTraces, err = decodeSignal(traces, "traces", (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces); err != nil {
+	if out.Traces, out.HasTraces, err = decodeSignal(traces, "traces", unmarshalTraces); err != nil {
 		return Output{}, err
 	}
 	if out.Metrics, out.HasMetrics, err = decodeSignal(metrics, "metrics", (&pmetric.ProtoUnmarshaler{}).UnmarshalMetrics); err != nil {

@@ -88,9 +88,9 @@ func (s *TraceStream) Encode(ctx context.Context, k int) (*RawChunk, error) {
 }
 
 // Decode copies the chunk into pdata (nothing of it points into core
-// memory, see decodeOutput).
+// memory, see decodeOutput; unmarshalTraces says how).
 func (c *RawChunk) Decode() (ptrace.Traces, error) {
-	td, _, err := decodeSignal(bufferBytes(c.out.traces), "traces", (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces)
+	td, _, err := decodeSignal(bufferBytes(c.out.traces), "traces", unmarshalTraces)
 	return td, err
 }
 
