@@ -1,11 +1,8 @@
 //! Lenient decoding of `timing.json` text into the typed [`Build`] model.
 //!
-//! One pass over the text, straight into the model's tables (no
-//! intermediate `serde_json::Value` tree): first the fast path ([`fast`], a
-//! scanner for the shape compiletools writes that makes the same calls into
-//! the model), and where it gives up (any error, anything it is unsure of)
-//! serde_json from the start, which then decides every error and warning.
-//! Strictness is split on purpose:
+//! One pass of serde_json over the text, straight into the model's tables
+//! (no intermediate `serde_json::Value` tree). Strictness is split on
+//! purpose:
 //! * the document itself (syntax, top-level object, `phases` array, the
 //!   numeric root anchors) must be sound, else the file is `Malformed`;
 //! * a bad event (no string `name`, non-string `rule_type`, not an object)
@@ -32,8 +29,6 @@ use crate::error::Error;
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
-mod fast;
-
 /// How often (in events) the cancel token is polled.
 const CANCEL_POLL_EVENTS: u64 = 4096;
 
@@ -57,29 +52,15 @@ pub fn decode(
             ),
         });
     }
-    if let Some((build, fast_warnings)) = decode_fast(text, limits, cancel) {
-        warnings.extend(fast_warnings);
-        return Ok(build);
-    }
-    decode_serde(text, path, limits, cancel, warnings)
-}
-
-/// The fast path alone ([`fast`]): `None` where it gives up.
-fn decode_fast(text: &str, limits: &Limits, cancel: &CancelToken) -> Option<(Build, Warnings)> {
-    let mut d = Decoder::new(limits, cancel, text.len());
-    fast::decode(text, &mut d).ok()?;
-    Some((d.build, d.warnings))
-}
-
-/// The serde path: every input, every error.
-fn decode_serde(
-    text: &str,
-    path: &Path,
-    limits: &Limits,
-    cancel: &CancelToken,
-    warnings: &mut Warnings,
-) -> Result<Build, Error> {
-    let mut d = Decoder::new(limits, cancel, text.len());
+    let mut d = Decoder {
+        limits,
+        cancel,
+        events: 0,
+        abort: None,
+        warnings: Warnings::new(),
+        build: Build::default(),
+    };
+    d.build.reserve_for_text(text.len());
     let mut de = serde_json::Deserializer::from_str(text);
     let result = BuildSeed { d: &mut d }
         .deserialize(&mut de)
@@ -128,20 +109,7 @@ struct Decoder<'c> {
     build: Build,
 }
 
-impl<'c> Decoder<'c> {
-    fn new(limits: &'c Limits, cancel: &'c CancelToken, text_len: usize) -> Self {
-        let mut build = Build::default();
-        build.reserve_for_text(text_len);
-        Decoder {
-            limits,
-            cancel,
-            events: 0,
-            abort: None,
-            warnings: Warnings::new(),
-            build,
-        }
-    }
-
+impl Decoder<'_> {
     /// Accounts for one more event at `depth` (phases are depth 1).
     fn enter_event<E: de::Error>(&mut self, depth: u32) -> Result<(), E> {
         if depth > self.limits.max_depth {
@@ -201,7 +169,13 @@ impl<'de> Visitor<'de> for BuildSeed<'_, '_> {
         let d = self.d;
         while let Some(key) = map.next_key::<TopKey>()? {
             match key {
-                TopKey::Timestamp => set_timestamp(d, map.next_value()?),
+                TopKey::Timestamp => match map.next_value::<Loose>()? {
+                    Loose::Str(s) => d.build.timestamp = Some(s.into_owned()),
+                    other => {
+                        d.build.timestamp = None;
+                        d.warn(format!("timestamp is {}, not a string", other.type_name()));
+                    }
+                },
                 TopKey::TotalElapsed => {
                     d.build.total_elapsed_s = root_number(map.next_value()?, "total_elapsed_s")?
                 }
@@ -210,7 +184,13 @@ impl<'de> Visitor<'de> for BuildSeed<'_, '_> {
                 TopKey::Backend => d.build.backend = top_string(d, map.next_value()?, "backend"),
                 TopKey::Phases => {
                     let seed = ChildrenSeed { d: &mut *d, depth: 1 };
-                    d.build.first_root = first_root(map.next_value_seed(seed)?)?
+                    d.build.first_root = match map.next_value_seed(seed)? {
+                        Children::List(first) => first,
+                        Children::Null => NO_EVENT,
+                        Children::Invalid(t) => {
+                            return Err(de::Error::custom(format_args!("phases is {t}, not an array")))
+                        }
+                    }
                 }
                 TopKey::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -218,25 +198,6 @@ impl<'de> Visitor<'de> for BuildSeed<'_, '_> {
             }
         }
         Ok(())
-    }
-}
-
-fn set_timestamp(d: &mut Decoder, v: Loose) {
-    match v {
-        Loose::Str(s) => d.build.timestamp = Some(s.into_owned()),
-        other => {
-            d.build.timestamp = None;
-            d.warn(format!("timestamp is {}, not a string", other.type_name()));
-        }
-    }
-}
-
-/// The first phase; `phases` must be an array (or null).
-fn first_root<E: de::Error>(phases: Children) -> Result<u32, E> {
-    match phases {
-        Children::List(first) => Ok(first),
-        Children::Null => Ok(NO_EVENT),
-        Children::Invalid(t) => Err(E::custom(format_args!("phases is {t}, not an array"))),
     }
 }
 
@@ -278,13 +239,7 @@ enum TopKey {
 
 impl<'de> de::Deserialize<'de> for TopKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_identifier(KeyVisitor(TopKey::of))
-    }
-}
-
-impl TopKey {
-    fn of(key: &str) -> Self {
-        match key {
+        d.deserialize_identifier(KeyVisitor(|k: &str| match k {
             "timestamp" => TopKey::Timestamp,
             "total_elapsed_s" => TopKey::TotalElapsed,
             "start_s" => TopKey::Start,
@@ -292,7 +247,7 @@ impl TopKey {
             "backend" => TopKey::Backend,
             "phases" => TopKey::Phases,
             _ => TopKey::Other,
-        }
+        }))
     }
 }
 
@@ -320,32 +275,6 @@ enum Children {
     Invalid(&'static str),
 }
 
-/// The events of one array as they are stored, linked in file order.
-struct Siblings {
-    first: u32,
-    last: u32,
-}
-
-impl Siblings {
-    fn new() -> Self {
-        Siblings {
-            first: NO_EVENT,
-            last: NO_EVENT,
-        }
-    }
-
-    /// Links the next element's event, if it was stored (not skipped).
-    fn push(&mut self, build: &mut Build, event: Option<u32>) {
-        if let Some(id) = event {
-            match build.events.get_mut(self.last as usize) {
-                Some(prev) => prev.next_sibling = id,
-                None => self.first = id,
-            }
-            self.last = id;
-        }
-    }
-}
-
 /// An array of events whose elements sit at `depth`.
 struct ChildrenSeed<'d, 'c> {
     d: &'d mut Decoder<'c>,
@@ -367,17 +296,23 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut list = Siblings::new();
+        let (mut first, mut last) = (NO_EVENT, NO_EVENT);
         let mut index: u32 = 0;
         while let Some(event) = seq.next_element_seed(EventSeed {
             d: &mut *self.d,
             depth: self.depth,
             index,
         })? {
-            list.push(&mut self.d.build, event);
+            if let Some(id) = event {
+                match self.d.build.events.get_mut(last as usize) {
+                    Some(prev) => prev.next_sibling = id,
+                    None => first = id,
+                }
+                last = id;
+            }
             index = index.saturating_add(1);
         }
-        Ok(Children::List(list.first))
+        Ok(Children::List(first))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
@@ -416,14 +351,12 @@ struct EventSeed<'d, 'c> {
 
 impl EventSeed<'_, '_> {
     fn skip<T>(&mut self, why: fmt::Arguments) -> Option<T> {
-        skip_event(self.d, self.index, self.depth, why)
+        self.d.warn(format!(
+            "event {} at depth {} skipped: {why}",
+            self.index, self.depth
+        ));
+        None
     }
-}
-
-/// Warns that event `index` at `depth` is skipped, and why.
-fn skip_event<T>(d: &mut Decoder, index: u32, depth: u32, why: fmt::Arguments) -> Option<T> {
-    d.warn(format!("event {index} at depth {depth} skipped: {why}"));
-    None
 }
 
 impl<'de> DeserializeSeed<'de> for EventSeed<'_, '_> {
@@ -465,7 +398,7 @@ impl<'de> Visitor<'de> for EventSeed<'_, '_> {
                 }
             }
         }
-        Ok(fields.into_event(self.d, self.depth, self.index))
+        Ok(fields.into_event(&mut self))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, seq: A) -> Result<Self::Value, A::Error> {
@@ -523,34 +456,25 @@ struct EventFields<'a> {
 }
 
 impl<'a> EventFields<'a> {
-    /// Validates the fields of event `index` at `depth` and stores the
-    /// event; returns its id.
-    fn into_event(self, d: &mut Decoder, depth: u32, index: u32) -> Option<u32> {
+    /// Validates the fields and stores the event; returns its id.
+    fn into_event(self, seed: &mut EventSeed) -> Option<u32> {
         let name = match self.name {
             Some(Loose::Str(s)) => s,
-            None => return skip_event(d, index, depth, format_args!("no name")),
-            Some(other) => {
-                return skip_event(
-                    d,
-                    index,
-                    depth,
-                    format_args!("name is {}, not a string", other.type_name()),
-                )
-            }
+            None => return seed.skip(format_args!("no name")),
+            Some(other) => return seed.skip(format_args!("name is {}, not a string", other.type_name())),
         };
         let rule_type = match self.rule_type {
             None | Some(Loose::Null) => None,
             Some(Loose::Str(s)) => Some(s),
             // Guessing phase or rule would misplace the whole subtree.
             Some(other) => {
-                return skip_event(
-                    d,
-                    index,
-                    depth,
-                    format_args!("{name:?}: rule_type is {}, not a string", other.type_name()),
-                )
+                return seed.skip(format_args!(
+                    "{name:?}: rule_type is {}, not a string",
+                    other.type_name()
+                ))
             }
         };
+        let d = &mut *seed.d;
         let is_rule = rule_type.is_some();
         let (kept, ignored, ignored_key) = if is_rule {
             (self.children, self.rules, "rules")
@@ -592,7 +516,7 @@ impl<'a> EventFields<'a> {
         let target = b.push_str(&target);
         let source = b.push_str(&source);
         let event = EventData {
-            index,
+            index: seed.index,
             is_rule,
             name: b.push_str_or_suffix(&name, &[source, target]),
             rule_type: rule_type.map(|t| b.push_str_shared(&t)).unwrap_or_default(),
@@ -673,13 +597,7 @@ enum EventKey {
 
 impl<'de> de::Deserialize<'de> for EventKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_identifier(KeyVisitor(EventKey::of))
-    }
-}
-
-impl EventKey {
-    fn of(key: &str) -> Self {
-        match key {
+        d.deserialize_identifier(KeyVisitor(|k: &str| match k {
             "name" => EventKey::Name,
             "rule_type" => EventKey::RuleType,
             "target" => EventKey::Target,
@@ -691,6 +609,6 @@ impl EventKey {
             "rules" => EventKey::Rules,
             "children" => EventKey::ChildRules,
             _ => EventKey::Other,
-        }
+        }))
     }
 }

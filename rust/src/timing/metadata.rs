@@ -82,7 +82,7 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
 /// `build.meta[start..]`. Small maps (all real ones) use a linear scan; a
 /// hash index is built only for large ones, so a hostile map with many keys
 /// stays linear overall.
-pub(super) fn insert_last_wins(
+fn insert_last_wins(
     build: &mut Build,
     start: usize,
     index: &mut Option<HashMap<String, usize>>,
@@ -176,7 +176,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
 /// Accumulates an array into one typed table while it stays homogeneous;
 /// each variant holds where its run started.
-pub(super) enum ArrayAcc {
+enum ArrayAcc {
     Empty,
     Bools(usize),
     Ints(usize),
@@ -187,7 +187,7 @@ pub(super) enum ArrayAcc {
 }
 
 impl ArrayAcc {
-    pub(super) fn push(self, b: &mut Build, elem: Loose<'_>) -> Self {
+    fn push(self, b: &mut Build, elem: Loose<'_>) -> Self {
         match (self, elem) {
             (ArrayAcc::Mixed, _) => ArrayAcc::Mixed,
             (ArrayAcc::Empty, Loose::Bool(v)) => {
@@ -243,7 +243,7 @@ impl ArrayAcc {
         }
     }
 
-    pub(super) fn finish(self, b: &Build, len: u64) -> Stored {
+    fn finish(self, b: &Build, len: u64) -> Stored {
         match self {
             ArrayAcc::Empty => Stored::StrArray(Run::default()),
             ArrayAcc::Bools(start) => Stored::BoolArray(Run::new(start, b.bools.len())),
