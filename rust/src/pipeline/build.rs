@@ -436,7 +436,9 @@ fn encode_trace(req: &BuildRequest, mut t: TraceToDo, warnings: &mut Warnings) -
         root_span_server: req.root_span_server,
     };
     let buffer = std::mem::take(&mut t.out_buffer);
-    encode_trace_request_into(input, &extra, buffer, warnings)
+    let encoded = encode_trace_request_into(input, &extra, buffer, warnings);
+    t.build.recycle();
+    encoded
 }
 
 /// The same trace as [`encode_trace`], its parts moved into a
