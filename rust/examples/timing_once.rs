@@ -18,7 +18,8 @@
 //! process's peak RSS from /proc, a cross-check of `time -v`),
 //! `vmrss_kib_after` (its RSS at the end: what the core keeps between builds,
 //! see `compiletools_core::retain`). Each output is handed back with
-//! `BuildOutput::recycle`, as the receiver does. Exit status 1 on error.
+//! `BuildOutput::recycle`, as the receiver does (streamed: the chunks are
+//! dropped). Exit status 1 on error.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,8 +111,11 @@ fn main() -> ExitCode {
         runs_ms.push(t.elapsed().as_secs_f64() * 1e3);
         spans = out.summary.spans;
         otlp_bytes = out.traces.as_ref().map_or(0, Vec::len) + out.metrics.as_ref().map_or(0, Vec::len);
-        // As the receiver does once the bytes are sent (`ct_build_result_free`).
-        out.recycle();
+        // As the receiver does once the bytes are sent (`ct_build_result_free`);
+        // a streamed build's `traces` is only a stand-in of the chunks' size.
+        if stream.is_none() {
+            out.recycle();
+        }
     }
     let mut sorted = runs_ms.clone();
     sorted.sort_by(f64::total_cmp);

@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use compiletools_core::pipeline::open_build;
 use compiletools_core::{process_build, BuildOutput, BuildRequest, CancelToken, Signals};
 
 const INVOCATION_ID: &str = "20260101T120000-4242";
@@ -52,6 +53,14 @@ fn run(req: &BuildRequest) -> BuildOutput {
     process_build(req, &CancelToken::new()).unwrap()
 }
 
+/// The receiver's path: `open_build`, every chunk, then the stream dropped
+/// (its model's tables kept; its text's buffer was kept after decoding).
+fn streamed(req: &BuildRequest) -> Vec<Vec<u8>> {
+    let opened = open_build(req, &CancelToken::new(), 128).unwrap();
+    let chunks = opened.traces.unwrap();
+    (0..chunks.len()).map(|k| chunks.chunk(k).unwrap()).collect()
+}
+
 #[test]
 fn recycled_buffers_never_change_an_output() {
     let root = tempfile::tempdir().unwrap();
@@ -85,4 +94,19 @@ fn recycled_buffers_never_change_an_output() {
     // big after big and smaller after smaller fit the buffer just handed
     // back (an output is larger than its file).
     assert!(reused >= 2, "the kept buffer was read into {reused} times");
+
+    // Streamed, interleaved with whole traces: the same chunks each time.
+    let chunks: Vec<Vec<Vec<u8>>> = [&big, &small].iter().map(|req| streamed(req)).collect();
+    assert!(chunks[0].len() > 50);
+    for (k, which) in [1, 0, 0, 1, 0].into_iter().enumerate() {
+        let req = [&big, &small][which];
+        assert!(streamed(req) == chunks[which], "step {k}: build {which} streamed");
+        let out = run(req);
+        assert_eq!(
+            out.traces.as_ref().unwrap(),
+            &want[which],
+            "step {k}: build {which} whole"
+        );
+        out.recycle();
+    }
 }

@@ -535,6 +535,13 @@ pub struct TraceChunks {
     stats: TraceStats,
 }
 
+impl Drop for TraceChunks {
+    /// The model's tables serve the next build's (crate::retain).
+    fn drop(&mut self) {
+        std::mem::take(&mut self.parts.build).recycle();
+    }
+}
+
 impl TraceChunks {
     /// Plans the trace (warnings go to `warnings` now, none later);
     /// `max_spans` 0 means one request.
