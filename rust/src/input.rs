@@ -23,6 +23,7 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::error::Error;
 use crate::pytext::complete_lines;
+use crate::retain::Kept;
 use crate::warnings::Warnings;
 
 /// Reads the whole regular file at `path` in one allocation, refusing files
@@ -124,7 +125,10 @@ fn read_bounded_partial_reserving(
         return Err(too_big(path, meta.len(), max_bytes));
     }
     let spare = (meta.len() / 4).saturating_mul(spare_quarters);
-    let partial = read_capped(file, meta.len(), spare, max_bytes, scan).map_err(io_err)?;
+    // A buffer with room to spare becomes the output: one kept from the
+    // previous build's output has its pages faulted in already.
+    let kept = (spare > 0).then_some(&crate::retain::BYTES);
+    let partial = read_capped(file, meta.len(), spare, max_bytes, kept, scan).map_err(io_err)?;
     if partial.bytes.len() as u64 > max_bytes {
         return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
     }
@@ -305,7 +309,8 @@ fn side_file_bytes(
 }
 
 /// Reads at most `max_bytes + 1` bytes from `reader` into one allocation
-/// sized for `expected_len` plus `spare` bytes, in pieces of `SCAN_PIECE`
+/// sized for `expected_len` plus `spare` bytes (or the buffer in `kept`,
+/// if it holds one large enough for the file), in pieces of `SCAN_PIECE`
 /// bytes, calling `scan` with all bytes read so far after each. The only
 /// error returned is a failed allocation; read errors end up in
 /// [`Partial::error`].
@@ -314,49 +319,59 @@ fn read_capped(
     expected_len: u64,
     spare: u64,
     max_bytes: u64,
+    kept: Option<&Kept<u8>>,
     scan: &mut dyn FnMut(&[u8]),
 ) -> io::Result<Partial> {
     // One spare byte lets a file that grew past the limit be detected without
     // a second allocation.
     let capacity =
         usize::try_from(expected_len.saturating_add(1).saturating_add(spare)).unwrap_or(usize::MAX);
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(capacity)
-        .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+    // A kept buffer need only hold the file: the output grows it if it
+    // must (it has the size of the previous output; see crate::retain on
+    // why it is not grown here).
+    let file_capacity = usize::try_from(expected_len.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes = kept.map_or_else(Vec::new, |k| k.take(file_capacity, capacity));
+    if bytes.capacity() < file_capacity {
+        bytes
+            .try_reserve_exact(capacity)
+            .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+    }
     pages::advise_huge_pages(&mut bytes);
     // Pieces go into the reserved capacity; only a file that grew since
     // its size was taken makes the buffer grow.
     let mut reader = reader.take(max_bytes.saturating_add(1));
     let piece = usize::try_from(SCAN_PIECE).unwrap_or(usize::MAX);
+    // `bytes[..filled]` is the file so far; past it, a kept buffer still
+    // has the previous output (read over, never shown: cut off at the end).
+    let mut filled = 0;
     let error = loop {
-        let len = bytes.len();
-        if bytes.capacity() == len {
+        if bytes.capacity() == filled {
             if let Err(e) = bytes.try_reserve_exact(piece) {
                 break Some(io::Error::new(io::ErrorKind::OutOfMemory, e));
             }
         }
-        // Zeroing a piece that is then read over costs little next to the
-        // read's copy; std's read_to_end, which avoids it, cannot be told
-        // to stop every piece without restarting its small first reads.
-        let want = piece.min(bytes.capacity() - len);
-        bytes.resize(len + want, 0);
-        match reader.read(&mut bytes[len..]) {
-            Ok(0) => {
-                bytes.truncate(len);
-                break None;
-            }
+        let want = piece.min(bytes.capacity() - filled);
+        // Only memory never written is zeroed before the read writes it (a
+        // kept buffer's is not: another pass over 60 MB otherwise); std's
+        // read_to_end, which avoids it, cannot be told to stop every piece
+        // without restarting its small first reads.
+        if bytes.len() < filled + want {
+            bytes.resize(filled + want, 0);
+        }
+        let Some(into) = bytes.get_mut(filled..filled + want) else {
+            break None;
+        };
+        match reader.read(into) {
+            Ok(0) => break None,
             Ok(n) => {
-                bytes.truncate(len + n);
-                scan(&bytes);
+                filled += n;
+                scan(bytes.get(..filled).unwrap_or_default());
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => bytes.truncate(len),
-            Err(e) => {
-                bytes.truncate(len);
-                break Some(e);
-            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Some(e),
         }
     };
+    bytes.truncate(filled);
     Ok(Partial { bytes, error })
 }
 
@@ -407,12 +422,29 @@ mod tests {
                 Ok(n)
             }
         }
-        let p = read_capped(Failing(b"abc\nde"), 6, 0, 100, &mut |_| {}).unwrap();
+        let p = read_capped(Failing(b"abc\nde"), 6, 0, 100, None, &mut |_| {}).unwrap();
         assert_eq!(p.bytes, b"abc\nde");
         assert_eq!(p.error.map(|e| e.to_string()), Some("device gone".to_owned()));
-        let p = read_capped(&b"abcdef"[..], 6, 0, 3, &mut |_| {}).unwrap();
+        let p = read_capped(&b"abcdef"[..], 6, 0, 3, None, &mut |_| {}).unwrap();
         assert_eq!(p.bytes, b"abcd", "one byte past the cap shows the overrun");
         assert!(p.error.is_none());
+    }
+
+    #[test]
+    fn a_kept_buffer_is_read_into_and_cut_to_the_file() {
+        let kept = Kept::new();
+        let old = vec![0xAA; crate::retain::MIN_CAPACITY];
+        let ptr = old.as_ptr();
+        kept.give(old);
+        let mut seen = 0;
+        let p = read_capped(&b"new text"[..], 8, 2, 100, Some(&kept), &mut |b| seen = b.len()).unwrap();
+        assert_eq!(p.bytes, b"new text", "nothing of the old contents");
+        assert_eq!(p.bytes.as_ptr(), ptr, "the kept memory was used");
+        assert_eq!(seen, 8);
+        // Nothing kept (taken above): a new buffer, with the spare room.
+        let p = read_capped(&b"again"[..], 5, 20, 100, Some(&kept), &mut |_| {}).unwrap();
+        assert_eq!(p.bytes, b"again");
+        assert!(p.bytes.capacity() >= 26);
     }
 
     const SIDE: SideFile = SideFile {

@@ -32,6 +32,7 @@ pub mod outcomes;
 pub mod pipeline;
 pub mod pytext;
 pub mod request;
+pub mod retain;
 pub mod statslog;
 pub mod timing;
 pub mod warnings;

@@ -169,6 +169,17 @@ pub struct BuildOutput {
     pub summary: Summary,
 }
 
+impl BuildOutput {
+    /// Frees the output, keeping its large buffers for the next build
+    /// (bounded, see [`crate::retain`]): what a caller does once the bytes
+    /// are sent.
+    pub fn recycle(self) {
+        for bytes in [self.traces, self.metrics].into_iter().flatten() {
+            crate::retain::give_bytes(bytes);
+        }
+    }
+}
+
 /// One cell of a CAS scan: one variant's directory of one store kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CasCell {

@@ -82,7 +82,9 @@ impl CtBuffer {
     pub unsafe fn release(&mut self) {
         if !self.ptr.is_null() {
             // SAFETY: ptr/len/cap came from a Vec<u8> leaked by from_vec.
-            drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) });
+            let v = unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) };
+            // The output's buffer serves the next build's text.
+            crate::retain::give_bytes(v);
         }
         *self = Self::empty();
     }

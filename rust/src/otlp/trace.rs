@@ -186,15 +186,22 @@ pub fn encode_trace_request_into(
         // The estimate was off by a power of 128: move the spans once.
         buf.splice(..gap, head);
     }
-    // The rest of a reused buffer is resident memory nobody needs.
+    // The rest of a reused buffer is resident memory nobody needs; some
+    // room is left, since the buffer may come back for the next build's
+    // text and output (crate::retain): a kept buffer that must grow is
+    // reallocated, and measured here that costs more than a new one.
     if buf.capacity() - buf.len() > SHRINK_SLACK {
-        buf.shrink_to_fit();
+        buf.shrink_to(buf.len() + KEEP_SLACK);
     }
     (buf, stats)
 }
 
 /// Unused capacity worth giving back at the end of encoding.
 const SHRINK_SLACK: usize = 1 << 20;
+
+/// What is left of it: the output of a following build up to that much
+/// larger fits.
+const KEEP_SLACK: usize = SHRINK_SLACK / 2;
 
 /// The bytes in front of the spans: the request's `resource_spans` key and
 /// length, the resource, then the first `scope_spans` key, length and scope,
@@ -526,6 +533,13 @@ pub struct TraceChunks {
     max_spans: usize,
     total: usize,
     stats: TraceStats,
+}
+
+impl Drop for TraceChunks {
+    /// The model's tables serve the next build's (crate::retain).
+    fn drop(&mut self) {
+        std::mem::take(&mut self.parts.build).recycle();
+    }
 }
 
 impl TraceChunks {

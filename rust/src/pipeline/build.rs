@@ -158,7 +158,9 @@ enum Encoding {
     /// the read already faulted in (the kernel zeroes every fresh page; for
     /// 60 MB that is ~10 ms).
     WholeTrace,
-    /// Requests of a few spans ([`open_build`]): the buffer is freed.
+    /// Requests of a few spans ([`open_build`]): the buffer is handed to
+    /// [`crate::retain`] for the next build's text (freed if too small or
+    /// too large to keep).
     Chunks,
 }
 
@@ -178,11 +180,9 @@ fn read_build(
         source,
     })?;
     let mut warnings = Warnings::new();
-    let spare_quarters = if encoding == Encoding::WholeTrace && Wanted::of(req).traces {
-        1
-    } else {
-        0
-    };
+    // With room to spare the buffer can become the output (a whole trace),
+    // and a buffer kept from an earlier build is read into (crate::retain).
+    let spare_quarters = if Wanted::of(req).traces { 1 } else { 0 };
     let text = timing::load_reserving_in(Some(&dir), &path, &req.limits, spare_quarters, &mut warnings)?;
     let timing_modified = req.build_graph.as_ref().and_then(|_| modified_in(&dir, &path));
     let mut build = timing::decode::decode(&text.text, &path, &req.limits, cancel, &mut warnings)?;
@@ -191,7 +191,9 @@ fn read_build(
     // is written: text and output never occupy memory side by side (peak
     // RSS, DESIGN §7). For one whole request its buffer, reserved with a
     // quarter to spare (the output is ~1.1× the file at 100k rules), is
-    // reused for the output; when streaming it is freed here.
+    // reused for the output; when streaming it is kept for the next build's
+    // text (crate::retain: resident while this build streams, within the
+    // 2× of DESIGN §7; not kept above 96 MiB, so not for 1M-rule builds).
     let out_buffer = match encoding {
         Encoding::WholeTrace if wanted.traces => {
             let mut bytes = text.text.into_bytes();
@@ -199,7 +201,8 @@ fn read_build(
             bytes
         }
         Encoding::WholeTrace | Encoding::Chunks => {
-            drop(text);
+            // Kept for the next build's text (bounded, crate::retain).
+            crate::retain::give_bytes(text.text.into_bytes());
             Vec::new()
         }
     };
@@ -436,7 +439,9 @@ fn encode_trace(req: &BuildRequest, mut t: TraceToDo, warnings: &mut Warnings) -
         root_span_server: req.root_span_server,
     };
     let buffer = std::mem::take(&mut t.out_buffer);
-    encode_trace_request_into(input, &extra, buffer, warnings)
+    let encoded = encode_trace_request_into(input, &extra, buffer, warnings);
+    t.build.recycle();
+    encoded
 }
 
 /// The same trace as [`encode_trace`], its parts moved into a

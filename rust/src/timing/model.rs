@@ -21,6 +21,8 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::retain::Kept;
+
 /// Metadata key of the cache layer that served a compile rule (spec §2.6):
 /// `cas` or `other` as compiletools writes it; recomputed by the outcomes
 /// merge and refined by per-TU ccache attribution.
@@ -74,11 +76,16 @@ impl Recent {
     }
 }
 
+/// The model's large tables kept between builds.
+static KEPT_STRINGS: Kept<u8> = Kept::new();
+static KEPT_EVENTS: Kept<EventData> = Kept::new();
+static KEPT_META: Kept<MetaEntry> = Kept::new();
+
 /// "No event": the end of a sibling list, or no children.
 pub(super) const NO_EVENT: u32 = u32::MAX;
 
 /// One event as stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct EventData {
     /// Position inside the parent's array as stored in the file, counting
     /// elements that were skipped as invalid (input of the span id).
@@ -315,6 +322,15 @@ impl Build {
     /// while the tables fill. Reserved but unused memory costs no RSS.
     pub(super) fn reserve_for_text(&mut self, text_len: usize) {
         use crate::input::pages::{advise_huge_pages, advise_huge_pages_string};
+        // Tables kept from the previous build come with their pages
+        // faulted in (see crate::retain).
+        let mut strings = KEPT_STRINGS.take(text_len, text_len);
+        strings.clear();
+        self.strings = String::from_utf8(strings).unwrap_or_default();
+        self.events = KEPT_EVENTS.take(text_len / 256, text_len / 256);
+        self.events.clear();
+        self.meta = KEPT_META.take(text_len / 64, text_len / 64);
+        self.meta.clear();
         // Every string of the model is a string of the text, never longer
         // decoded than escaped: the arena never grows while decoding.
         if self.strings.try_reserve_exact(text_len).is_ok() {
@@ -329,6 +345,14 @@ impl Build {
         if self.meta.try_reserve_exact(text_len / 64).is_ok() {
             advise_huge_pages(&mut self.meta);
         }
+    }
+
+    /// Frees the model, keeping its three large tables for the next build's
+    /// decode (bounded, see [`crate::retain`]).
+    pub fn recycle(self) {
+        KEPT_STRINGS.give(self.strings.into_bytes());
+        KEPT_EVENTS.give(self.events);
+        KEPT_META.give(self.meta);
     }
 
     /// Appends `s` to the string arena.
