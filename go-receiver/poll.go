@@ -14,6 +14,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 // poll is one pass: capture transient files of running builds, then send
@@ -39,8 +40,22 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 		}
 	}
 	r.telemetry.backlog.Store(int64(len(scan.Finished)))
-	r.processAll(ctx, r.ready(ctx, scan.Finished))
+	ready := r.ready(ctx, scan.Finished)
+	r.processAll(ctx, ready)
 	r.ledger.forgetVanished(ctx, scan.Seen)
+	if len(ready) == 0 {
+		r.releaseIdleMemory()
+	}
+}
+
+// releaseIdleMemory gives back the buffers the core keeps between builds
+// (README, Memory kept between builds): kept while builds keep coming, so
+// each lands in memory already faulted in, and freed at the first poll
+// with nothing to send, so an idle collector does not hold them.
+func (r *compiletoolsReceiver) releaseIdleMemory() {
+	if freed := ffi.ReleaseKeptBuffers(); freed > 0 {
+		r.logger.Debug("freed the buffers kept between builds", zap.Uint64("bytes", freed))
+	}
 }
 
 // followRunning watches the diagnostics parents and running builds and

@@ -19,7 +19,7 @@
 //! build can show in the next: the text is read over the old bytes and cut
 //! to what was read, and the tables are emptied before use.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 /// Largest buffer capacity kept (bytes).
 pub(crate) const MAX_CAPACITY: usize = 96 << 20;
@@ -64,6 +64,16 @@ impl<T: Copy> Kept<T> {
         std::mem::take(&mut *kept)
     }
 
+    /// Frees the kept buffer, if any; returns its capacity in bytes.
+    pub(crate) fn release(&self) -> usize {
+        // Plain data: a panic while the lock was held cannot have left it
+        // half-written in a way that matters to freeing it.
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes = kept.capacity().saturating_mul(std::mem::size_of::<T>());
+        *kept = Vec::new();
+        bytes
+    }
+
     /// Keeps `v` for a later [`Kept::take`] if it is within the caps and
     /// larger than the buffer kept now; otherwise frees it.
     pub(crate) fn give(&self, v: Vec<T>) {
@@ -86,6 +96,14 @@ pub(crate) static BYTES: Kept<u8> = Kept::new();
 /// doc); small or huge ones are simply freed.
 pub fn give_bytes(v: Vec<u8>) {
     BYTES.give(v);
+}
+
+/// Frees every buffer kept between builds and returns their capacity in
+/// bytes. The receiver calls it (`ct_kept_buffers_release`) after a poll
+/// that had no build to send, so buffers are kept while builds keep coming
+/// and an idle collector holds none of them.
+pub fn release_all() -> usize {
+    BYTES.release() + crate::timing::model::release_kept()
 }
 
 #[cfg(test)]
@@ -113,6 +131,15 @@ mod tests {
             0,
             "taken only once"
         );
+    }
+
+    #[test]
+    fn release_frees_what_is_kept() {
+        let kept: Kept<u64> = Kept::new();
+        kept.give(Vec::with_capacity(MIN_CAPACITY)); // MIN_CAPACITY u64s: 8× the bytes
+        assert_eq!(kept.release(), 8 * MIN_CAPACITY);
+        assert_eq!(kept.release(), 0, "nothing left to free");
+        assert_eq!(kept.take(0, MIN_CAPACITY).capacity(), 0);
     }
 
     #[test]

@@ -567,6 +567,13 @@ void ct_build_result_free(CtBuildResult *res);
 const char *ct_header_sha256(void);
 
 /**
+ * Frees the large buffers the core keeps from one build for the next
+ * (`crate::retain`) and returns their capacity in bytes. Buffers in use by
+ * a build in flight are not touched: that build gives them back when done.
+ */
+uint64_t ct_kept_buffers_release(void);
+
+/**
  * A new, empty scan cache; free it with `ct_cas_cache_free`.
  */
 CtCasCache *ct_cas_cache_new(void);

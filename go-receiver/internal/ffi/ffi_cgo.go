@@ -89,3 +89,9 @@ func summaryOf(out *C.CtBuildResult) Summary {
 		DroppedAttributes: uint64(out.summary.dropped_attributes),
 	}
 }
+
+// ReleaseKeptBuffers frees the large buffers the core keeps from one build
+// for the next (text, model tables, output; at most four, each 4–96 MiB)
+// and returns their capacity in bytes. Buffers of a build in flight stay
+// with that build.
+func ReleaseKeptBuffers() uint64 { return uint64(C.ct_kept_buffers_release()) }

@@ -89,3 +89,11 @@ impl CtBuffer {
         *self = Self::empty();
     }
 }
+
+/// Frees the large buffers the core keeps from one build for the next
+/// (`crate::retain`) and returns their capacity in bytes. Buffers in use by
+/// a build in flight are not touched: that build gives them back when done.
+#[no_mangle]
+pub extern "C" fn ct_kept_buffers_release() -> u64 {
+    super::guard::guard(crate::retain::release_all).map_or(0, |bytes| bytes as u64)
+}

@@ -81,6 +81,12 @@ static KEPT_STRINGS: Kept<u8> = Kept::new();
 static KEPT_EVENTS: Kept<EventData> = Kept::new();
 static KEPT_META: Kept<MetaEntry> = Kept::new();
 
+/// Frees the model's kept tables (see [`crate::retain::release_all`]);
+/// returns their capacity in bytes.
+pub(crate) fn release_kept() -> usize {
+    KEPT_STRINGS.release() + KEPT_EVENTS.release() + KEPT_META.release()
+}
+
 /// "No event": the end of a sibling list, or no children.
 pub(super) const NO_EVENT: u32 = u32::MAX;
 
