@@ -51,7 +51,9 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 // releaseIdleMemory gives back the buffers the core keeps between builds
 // (README, Memory kept between builds): kept while builds keep coming, so
 // each lands in memory already faulted in, and freed at the first poll
-// with nothing to send, so an idle collector does not hold them.
+// with nothing to send, so an idle collector does not hold them. The
+// buffers are the process's: with several receivers, an idle one frees
+// them while another is busy, which costs that one fresh pages, no more.
 func (r *compiletoolsReceiver) releaseIdleMemory() {
 	if freed := ffi.ReleaseKeptBuffers(); freed > 0 {
 		r.logger.Debug("freed the buffers kept between builds", zap.Uint64("bytes", freed))

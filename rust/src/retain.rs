@@ -12,10 +12,11 @@
 //! What is kept, at most: one buffer of each kind, each only if its
 //! capacity is at most [`MAX_CAPACITY`] and at least [`MIN_CAPACITY`]; a
 //! larger one replaces a smaller one. Reserved but untouched capacity costs
-//! no resident memory; the pages a build did touch stay resident until the
-//! process ends: at most 4 × 96 MiB, in practice what the largest build
-//! touched (`timing_once` on the 100k-rule file: RSS 108 MiB after the
-//! builds, peak 111 MiB with or without keeping). Nothing of one
+//! no resident memory; the pages a build did touch stay resident until
+//! [`release_all`] (the receiver calls it after a poll with nothing to
+//! send): at most 4 × 96 MiB, in practice what the largest build touched
+//! (`timing_once` on the 100k-rule file: RSS 108 MiB after the builds,
+//! peak 111 MiB with or without keeping). Nothing of one
 //! build can show in the next: the text is read over the old bytes and cut
 //! to what was read, and the tables are emptied before use.
 

@@ -11,8 +11,9 @@ import (
 // slices are views of the core's result buffers, which the caller frees
 // right after this returns: nothing decoded may point into them. pdata's
 // unmarshalers copy every string and byte slice out of their input,
-// unmarshalTraces copies its input into one Go string first, and Go's
-// string conversions copy (decode_test.go checks all three).
+// unmarshalTraces cuts its strings from Go copies of the input's bytes,
+// and Go's string conversions copy (decode_test.go and
+// decode_traces_test.go overwrite the input after decoding).
 func decodeOutput(code Code, message, warnings, traces, metrics []byte) (Output, error) {
 	if code != CodeOK {
 		return Output{}, &Error{Code: code, Message: string(message)}
