@@ -24,6 +24,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use super::json::{drain_seq, Loose};
 use super::metadata::{MetadataField, MetadataSeed};
 use super::model::{Build, EventData, Run, NO_EVENT};
+use super::split::MARKER;
 use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::request::Limits;
@@ -41,8 +42,49 @@ pub fn decode(
     cancel: &CancelToken,
     warnings: &mut Warnings,
 ) -> Result<Build, Error> {
-    // Every offset of the model is a u32; the strings and tables it fills
-    // from the text are never larger than the text itself.
+    check_text_len(text, path)?;
+    let mut d = Decoder::new(limits, cancel);
+    d.build.reserve_for_text(text.len());
+    let mut de = serde_json::Deserializer::from_str(text);
+    let result = BuildSeed { d: &mut d }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    warnings.extend(d.warnings);
+    match result {
+        Ok(()) => Ok(d.build),
+        Err(e) => Err(d
+            .abort
+            .map_or_else(|| syntax_error(e, path), |why| why.into_error(path))),
+    }
+}
+
+/// [`decode`] for text the caller owns: a large file is decoded by two
+/// threads (see [`super::two_halves`]), which rewrite a few bytes of it
+/// while they run. The text is the same again when this returns, and so
+/// are the model, the warnings and the errors.
+pub fn decode_owned(
+    text: &mut String,
+    path: &Path,
+    limits: &Limits,
+    cancel: &CancelToken,
+    warnings: &mut Warnings,
+) -> Result<Build, Error> {
+    check_text_len(text, path)?;
+    match super::two_halves::decode(text, super::split::MIN_SPLIT_TEXT, limits, cancel) {
+        Ok(Some((build, w))) => {
+            warnings.extend(w);
+            Ok(build)
+        }
+        Err(PartFailed::Cancelled) => Err(Error::Cancelled),
+        // Not shaped for a split, or something to report: one piece, which
+        // finds exactly what a file has to say.
+        Ok(None) | Err(PartFailed::NotDecoded) => decode(text, path, limits, cancel, warnings),
+    }
+}
+
+/// Every offset of the model is a u32; the strings and tables it fills
+/// from the text are never larger than the text itself.
+fn check_text_len(text: &str, path: &Path) -> Result<(), Error> {
     if u32::try_from(text.len()).is_err() {
         return Err(Error::LimitExceeded {
             path: path.to_path_buf(),
@@ -52,38 +94,133 @@ pub fn decode(
             ),
         });
     }
-    let mut d = Decoder {
-        limits,
-        cancel,
-        events: 0,
-        abort: None,
-        warnings: Warnings::new(),
-        build: Build::default(),
-    };
-    d.build.reserve_for_text(text.len());
+    Ok(())
+}
+
+fn syntax_error(e: serde_json::Error, path: &Path) -> Error {
+    if is_recursion_limit(&e) {
+        Error::LimitExceeded {
+            path: path.to_path_buf(),
+            message: format!("JSON nested deeper than the parser allows ({e})"),
+        }
+    } else {
+        Error::Malformed {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Why a part of a split decode gave no model.
+pub(super) enum PartFailed {
+    Cancelled,
+    /// Not JSON of the expected shape, or a limit: the whole text will
+    /// tell in one piece.
+    NotDecoded,
+}
+
+impl Decoder<'_> {
+    fn part_failed(&self) -> PartFailed {
+        match self.abort {
+            Some(Abort::Cancelled) => PartFailed::Cancelled,
+            _ => PartFailed::NotDecoded,
+        }
+    }
+}
+
+/// The first part of a split decode (see [`super::two_halves`]): the
+/// whole document with the marker ending one array.
+pub(super) struct FirstPart {
+    pub(super) build: Build,
+    pub(super) warnings: Warnings,
+    pub(super) events: u64,
+    /// Where the marker was; `None` unless it was seen exactly once, as an
+    /// element of an events array after at least one event.
+    pub(super) cut: Option<Cut>,
+}
+
+/// What the first part knew where its array ended at the marker.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cut {
+    /// The array's last event before the marker.
+    pub(super) last: u32,
+    /// The marker's position in the array: the index of the second part's
+    /// first element.
+    pub(super) index: u32,
+    /// Depth of the array's elements.
+    pub(super) depth: u32,
+    /// Events in the table when the marker was met: the second part's
+    /// events go after these.
+    pub(super) events_before: usize,
+}
+
+/// Decodes the first part of a split text; `Err` when it is not JSON, hit
+/// a limit or was cancelled.
+pub(super) fn decode_first(
+    text: &str,
+    reserve_for: usize,
+    limits: &Limits,
+    cancel: &CancelToken,
+) -> Result<FirstPart, PartFailed> {
+    let mut d = Decoder::new(limits, cancel);
+    d.split = Some(SplitState::default());
+    d.build.reserve_for_text(reserve_for);
     let mut de = serde_json::Deserializer::from_str(text);
     let result = BuildSeed { d: &mut d }
         .deserialize(&mut de)
         .and_then(|()| de.end());
-    warnings.extend(d.warnings);
-    match result {
-        Ok(()) => Ok(d.build),
-        Err(e) => Err(match d.abort {
-            Some(Abort::Limit(message)) => Error::LimitExceeded {
-                path: path.to_path_buf(),
-                message,
-            },
-            Some(Abort::Cancelled) => Error::Cancelled,
-            None if is_recursion_limit(&e) => Error::LimitExceeded {
-                path: path.to_path_buf(),
-                message: format!("JSON nested deeper than the parser allows ({e})"),
-            },
-            None => Error::Malformed {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            },
-        }),
+    if result.is_err() {
+        return Err(d.part_failed());
     }
+    let cut = d.split.filter(|s| s.markers == 1).and_then(|s| s.cut);
+    Ok(FirstPart {
+        build: d.build,
+        warnings: d.warnings,
+        events: d.events,
+        cut,
+    })
+}
+
+/// The arrays of a split decode's second part, decoded into one model.
+pub(super) struct ArrayPart {
+    pub(super) build: Build,
+    pub(super) warnings: Warnings,
+    pub(super) events: u64,
+    /// Deepest event, its elements counting as depth 1.
+    pub(super) deepest: u32,
+    /// Each array's first event ([`NO_EVENT`] when it had none).
+    pub(super) firsts: Vec<u32>,
+}
+
+/// Decodes each of `texts` as one array of events at depth 1; `Err` when
+/// one is not exactly that, hit a limit or was cancelled.
+pub(super) fn decode_arrays(
+    texts: &[&str],
+    reserve_for: usize,
+    limits: &Limits,
+    cancel: &CancelToken,
+) -> Result<ArrayPart, PartFailed> {
+    let mut d = Decoder::new(limits, cancel);
+    d.build.reserve_fresh_for_text(reserve_for);
+    let mut firsts = Vec::with_capacity(texts.len());
+    for text in texts {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let result = ChildrenSeed { d: &mut d, depth: 1 }
+            .deserialize(&mut de)
+            .and_then(|children| de.end().map(|()| children));
+        match result {
+            Ok(Children::List(first)) => firsts.push(first),
+            Ok(_) => return Err(PartFailed::NotDecoded),
+            Err(_) => return Err(d.part_failed()),
+        }
+    }
+    Ok(ArrayPart {
+        build: d.build,
+        warnings: d.warnings,
+        events: d.events,
+        deepest: d.deepest,
+        firsts,
+    })
 }
 
 /// serde_json stops at 128 nested containers with this (stable, public)
@@ -98,18 +235,84 @@ enum Abort {
     Cancelled,
 }
 
+impl Abort {
+    fn into_error(self, path: &Path) -> Error {
+        match self {
+            Abort::Limit(message) => Error::LimitExceeded {
+                path: path.to_path_buf(),
+                message,
+            },
+            Abort::Cancelled => Error::Cancelled,
+        }
+    }
+}
+
 /// State of one decode: the build being filled, the counters behind the
 /// limits, and the warnings. The seeds below borrow it mutably in turn.
 struct Decoder<'c> {
     limits: &'c Limits,
     cancel: &'c CancelToken,
     events: u64,
+    /// Deepest event entered.
+    deepest: u32,
     abort: Option<Abort>,
     warnings: Warnings,
     build: Build,
+    /// Set when decoding the first part of a split text: the marker
+    /// element is recognised.
+    split: Option<SplitState>,
 }
 
-impl Decoder<'_> {
+/// The marker as the first part's decoder met it.
+#[derive(Default, Clone, Copy)]
+struct SplitState {
+    markers: u32,
+    /// The marker was just decoded as an element; the array decoding it
+    /// takes note (the innermost one: it sees its element end first).
+    pending: bool,
+    cut: Option<Cut>,
+}
+
+impl<'c> Decoder<'c> {
+    fn new(limits: &'c Limits, cancel: &'c CancelToken) -> Self {
+        Decoder {
+            limits,
+            cancel,
+            events: 0,
+            deepest: 0,
+            abort: None,
+            warnings: Warnings::new(),
+            build: Build::default(),
+            split: None,
+        }
+    }
+
+    /// Whether `s` is the split marker of a first part (then counted).
+    fn is_marker(&mut self, s: &str) -> bool {
+        match &mut self.split {
+            Some(split) if s == MARKER => {
+                split.markers += 1;
+                split.pending = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Called by an events array after each element: notes the cut when
+    /// that element was the marker.
+    fn after_element(&mut self, last: u32, index: u32, depth: u32) {
+        let events_before = self.build.events.len();
+        if let Some(split) = self.split.as_mut().filter(|s| s.pending) {
+            split.pending = false;
+            split.cut = (last != NO_EVENT).then_some(Cut {
+                last,
+                index,
+                depth,
+                events_before,
+            });
+        }
+    }
     /// Accounts for one more event at `depth` (phases are depth 1).
     fn enter_event<E: de::Error>(&mut self, depth: u32) -> Result<(), E> {
         if depth > self.limits.max_depth {
@@ -118,6 +321,7 @@ impl Decoder<'_> {
                 self.limits.max_depth
             )));
         }
+        self.deepest = self.deepest.max(depth);
         self.events += 1;
         if self.events > self.limits.max_events {
             return self.stop(Abort::Limit(format!(
@@ -303,6 +507,7 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_, '_> {
             depth: self.depth,
             index,
         })? {
+            self.d.after_element(last, index, self.depth);
             if let Some(id) = event {
                 match self.d.build.events.get_mut(last as usize) {
                     Some(prev) => prev.next_sibling = id,
@@ -421,7 +626,10 @@ impl<'de> Visitor<'de> for EventSeed<'_, '_> {
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
         self.not_object("a number")
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        if self.d.is_marker(v) {
+            return Ok(None);
+        }
         self.not_object("a string")
     }
 }

@@ -14,7 +14,10 @@ pub mod metadata;
 pub mod model;
 pub mod naming;
 pub mod result;
+mod splice;
+mod split;
 pub mod text;
+mod two_halves;
 
 use std::path::Path;
 

@@ -52,6 +52,13 @@ impl Run {
         let start = self.start as usize;
         start..start + self.len as usize
     }
+
+    /// The same run in a table that gained `by` entries in front (see
+    /// [`super::splice`]).
+    pub(super) fn shifted(self, by: usize) -> Self {
+        let range = self.range();
+        Run::new(range.start + by, range.end + by)
+    }
 }
 
 /// The last few distinct strings [`Build::push_str_shared`] stored.
@@ -345,6 +352,22 @@ impl Build {
         // compiletools writes a few hundred bytes per event and ~30 per
         // metadata entry; more only means that the table grows (and loses
         // the advice for the part past the reservation).
+        if self.events.try_reserve_exact(text_len / 256).is_ok() {
+            advise_huge_pages(&mut self.events);
+        }
+        if self.meta.try_reserve_exact(text_len / 64).is_ok() {
+            advise_huge_pages(&mut self.meta);
+        }
+    }
+
+    /// [`Self::reserve_for_text`] without the kept tables (they serve the
+    /// main decode; this is the second thread's, see
+    /// [`super::two_halves`]).
+    pub(super) fn reserve_fresh_for_text(&mut self, text_len: usize) {
+        use crate::input::pages::{advise_huge_pages, advise_huge_pages_string};
+        if self.strings.try_reserve_exact(text_len).is_ok() {
+            advise_huge_pages_string(&mut self.strings);
+        }
         if self.events.try_reserve_exact(text_len / 256).is_ok() {
             advise_huge_pages(&mut self.events);
         }
