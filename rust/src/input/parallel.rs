@@ -1,5 +1,5 @@
-//! Reading a large file in two halves at once, each half scanned by its own
-//! thread while it is still in that core's cache.
+//! Reading a large file with two threads at once, each scanning the parts
+//! it read while they are still in its core's cache.
 //!
 //! Why: for the 100k-rule timing.json (61 MB) the read — the kernel copying
 //! the page cache into the buffer, plus the UTF-8 and backslash scan — was
@@ -7,17 +7,18 @@
 //! one core's copying speed, so a second core nearly halves them.
 //!
 //! Only the ordinary case is handled here: the file still has the size
-//! `fstat` gave, both halves are read in full and nothing fails. Anything
+//! `fstat` gave, every part is read in full and nothing fails. Anything
 //! else (a read that ends early: the file shrank; a byte past the end: it
-//! grew; a read error; a thread that could not be started) drops what the
-//! halves read and reads the file again from its start, one piece after the
-//! other ([`super::read_pieces`]), so every unusual case keeps exactly the
+//! grew; a read error; a thread that failed) drops what was read and reads
+//! the file again from its start, one piece after the other
+//! ([`super::read_pieces`]), so every unusual case keeps exactly the
 //! sequential read's behaviour (its caps, its partial bytes, its error)
 //! instead of a second copy of it here.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::sync::Mutex;
 
 use super::{read_pieces, Partial, SCAN_PIECE};
 
@@ -56,8 +57,8 @@ pub trait SplitScan: Default + Send {
 pub(crate) enum ReadPath {
     /// One thread: the file is small (or larger than the limit).
     Sequential,
-    /// Two threads, one half each.
-    Halves,
+    /// Two threads, taking parts of the file in turn.
+    Shared,
     /// Two threads began, something unusual happened, one thread read it all
     /// again.
     FellBack,
@@ -86,11 +87,11 @@ pub(crate) fn read_scanning<S: SplitScan>(
     if expected_len < MIN_SPLIT_BYTES || expected_len > max_bytes {
         return sequential(file, bytes, max_bytes, ReadPath::Sequential);
     }
-    match read_halves(file, expected_len, bytes) {
+    match read_shared(file, expected_len, bytes) {
         Ok((bytes, scan)) => Scanned {
             partial: Partial { bytes, error: None },
             scan,
-            path: ReadPath::Halves,
+            path: ReadPath::Shared,
         },
         Err(bytes) => sequential(file, bytes, max_bytes, ReadPath::FellBack),
     }
@@ -106,11 +107,11 @@ fn sequential<S: SplitScan>(file: &File, bytes: Vec<u8>, max_bytes: u64, path: R
     Scanned { partial, scan, path }
 }
 
-/// Reads the two halves of the file's `len` bytes at once, this thread the
-/// first and a new one the second; the buffer and the joined scan, or the
-/// buffer alone (contents unspecified) when the read was not the ordinary
-/// case.
-fn read_halves<S: SplitScan>(file: &File, len: u64, mut bytes: Vec<u8>) -> Result<(Vec<u8>, S), Vec<u8>> {
+/// Reads the file's `len` bytes with two threads (this one and a scoped
+/// one) taking [`CHUNK`]-byte parts in turn; the buffer and the joined
+/// scan, or the buffer alone (contents unspecified) when the read was not
+/// the ordinary case.
+fn read_shared<S: SplitScan>(file: &File, len: u64, mut bytes: Vec<u8>) -> Result<(Vec<u8>, S), Vec<u8>> {
     let Ok(len) = usize::try_from(len) else {
         return Err(bytes);
     };
@@ -119,69 +120,112 @@ fn read_halves<S: SplitScan>(file: &File, len: u64, mut bytes: Vec<u8>) -> Resul
     if bytes.len() < len {
         bytes.resize(len, 0);
     }
-    let cut = len / 2;
     let scans = match bytes.get_mut(..len) {
-        Some(file_bytes) => {
-            let (first, second) = file_bytes.split_at_mut(cut);
-            both_halves::<S>(file, first, second)
-        }
+        Some(file_bytes) => read_chunks::<S>(file, file_bytes),
         None => None,
     };
-    let Some((first, second)) = scans else {
+    let Some(scans) = scans else {
         return Err(bytes);
     };
     if !at_end(file, len as u64) {
         return Err(bytes);
     }
     bytes.truncate(len);
-    let scan = first.join(second, &bytes, cut);
+    let scan = join_in_order(scans, &bytes);
     Ok((bytes, scan))
 }
 
-/// Reads `first` from offset 0 on this thread and `second` right after it
-/// on a scoped thread; both scans, or `None` if either half was not read in
-/// full or the thread could not be started or failed.
-fn both_halves<S: SplitScan>(file: &File, first: &mut [u8], second: &mut [u8]) -> Option<(S, S)> {
-    let second_offset = first.len() as u64;
-    std::thread::scope(|s| {
-        let reader = std::thread::Builder::new()
-            .name("ct-read-half".to_owned())
-            .spawn_scoped(s, move || read_half(file, second, second_offset, S::after_cut))
-            .ok()?;
-        let first = read_half(file, first, 0, |_| S::default());
+/// The part two threads take at a time. Parts, not halves: on a shared
+/// machine the second thread may not get a core for a while, and the first
+/// then reads on instead of waiting for it; at the end it waits at most for
+/// the one part the other has (~1 ms at 2 MiB).
+const CHUNK: usize = 2 << 20;
+
+/// Reads `file_bytes.len()` bytes from offset 0 into `file_bytes`, one
+/// [`CHUNK`] after the other as the two threads take them; the scan of
+/// every chunk in file order, or `None` if any chunk was not read in full or
+/// the thread could not be started or failed.
+fn read_chunks<S: SplitScan>(file: &File, file_bytes: &mut [u8]) -> Option<Vec<S>> {
+    let count = file_bytes.len().div_ceil(CHUNK);
+    let chunks = Mutex::new(file_bytes.chunks_mut(CHUNK).enumerate());
+    let take_chunks = || -> Option<Vec<(usize, S)>> {
+        let mut scanned = Vec::new();
+        loop {
+            // Held only to take the next chunk; a poisoned lock (a panic in
+            // the other thread) ends the read with a fall-back.
+            let next = chunks.lock().ok()?.next();
+            let Some((k, chunk)) = next else {
+                return Some(scanned);
+            };
+            let offset = u64::try_from(k.checked_mul(CHUNK)?).ok()?;
+            let scan = if k == 0 {
+                read_part(file, chunk, offset, |_| S::default())?
+            } else {
+                read_part(file, chunk, offset, S::after_cut)?
+            };
+            scanned.push((k, scan));
+        }
+    };
+    let (mine, helpers) = std::thread::scope(|s| {
+        let helper = std::thread::Builder::new()
+            .name("ct-read-part".to_owned())
+            .spawn_scoped(s, take_chunks)
+            .ok();
+        let mine = take_chunks();
         // A joined thread's panic is handled here (no second panic from the
-        // scope); read_half has nothing that panics, but a fall-back is
+        // scope); reading has nothing that panics, but a fall-back is
         // cheaper than trusting that.
-        let second = reader.join().ok().flatten();
-        Some((first?, second?))
-    })
+        (mine, helper.map(|h| h.join().ok().flatten()))
+    });
+    let theirs = match helpers {
+        // No thread could be started: this one took every chunk.
+        None => Vec::new(),
+        Some(theirs) => theirs?,
+    };
+    let mut in_order: Vec<Option<S>> = std::iter::repeat_with(|| None).take(count).collect();
+    for (k, scan) in mine?.into_iter().chain(theirs) {
+        *in_order.get_mut(k)? = Some(scan);
+    }
+    in_order.into_iter().collect()
 }
 
-/// Reads `half.len()` bytes at `offset` into `half` in pieces of
-/// [`SCAN_PIECE`], feeding the scan made by `start` (from the half's first
+/// The scan of `whole` from the scans of its [`CHUNK`]s in file order.
+fn join_in_order<S: SplitScan>(scans: Vec<S>, whole: &[u8]) -> S {
+    let mut scans = scans.into_iter().enumerate();
+    let mut joined = scans.next().map(|(_, first)| first).unwrap_or_default();
+    for (k, scan) in scans {
+        let cut = k.saturating_mul(CHUNK).min(whole.len());
+        let end = cut.saturating_add(CHUNK).min(whole.len());
+        joined = joined.join(scan, whole.get(..end).unwrap_or_default(), cut);
+    }
+    joined
+}
+
+/// Reads `part.len()` bytes at `offset` into `part` in pieces of
+/// [`SCAN_PIECE`], feeding the scan made by `start` (from the part's first
 /// [`SplitScan::HEAD`] bytes) after each piece while it is hot; `None` when
 /// the file ended early or a read failed.
-fn read_half<S: SplitScan>(
+fn read_part<S: SplitScan>(
     file: &File,
-    half: &mut [u8],
+    part: &mut [u8],
     offset: u64,
     start: impl FnOnce(&[u8]) -> S,
 ) -> Option<S> {
     let piece = usize::try_from(SCAN_PIECE).unwrap_or(usize::MAX);
-    let head = S::HEAD.min(half.len());
+    let head = S::HEAD.min(part.len());
     let mut start = Some(start);
     let mut scan: Option<S> = None;
     let mut filled = 0;
-    while filled < half.len() {
-        let end = filled.saturating_add(piece).min(half.len());
-        let into = half.get_mut(filled..end)?;
+    while filled < part.len() {
+        let end = filled.saturating_add(piece).min(part.len());
+        let into = part.get_mut(filled..end)?;
         match file.read_at(into, offset + filled as u64) {
             Ok(0) => return None,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return None,
         }
-        let read = half.get(..filled)?;
+        let read = part.get(..filled)?;
         if scan.is_none() && filled >= head {
             scan = start.take().map(|start| start(read));
         }
@@ -274,10 +318,16 @@ mod tests {
     const BIG: usize = MIN_SPLIT_BYTES as usize + 12_345;
 
     #[test]
-    fn a_large_file_is_read_in_halves_as_one_thread_reads_it() {
+    fn a_large_file_is_read_by_two_threads_as_by_one() {
         let dir = tempfile::tempdir().unwrap();
-        let cut = BIG / 2;
-        let cases: [(&str, &[Edit]); 9] = [
+        // A boundary between two chunks, in the middle of the file.
+        let cut = 2 * CHUNK;
+        let every_cut = |bytes: &'static [u8], back: usize| -> Vec<Edit> {
+            (1..=BIG / CHUNK).map(|k| (k * CHUNK - back, bytes)).collect()
+        };
+        let euro_across_every_cut = every_cut("€".as_bytes(), 1);
+        let emoji_across_every_cut = every_cut("😀".as_bytes(), 3);
+        let cases: [(&str, &[Edit]); 11] = [
             ("plain ASCII", &[]),
             ("€ across the cut", &[(cut - 1, "€".as_bytes())]),
             ("😀 across the cut", &[(cut - 2, "😀".as_bytes())]),
@@ -287,16 +337,35 @@ mod tests {
             ("a sequence cut short before the cut", &[(cut - 2, b"\xe2\x82")]),
             ("a stray continuation at the cut", &[(cut, b"\x80")]),
             (
-                "a lone surrogate escape in the second half",
+                "a lone surrogate escape after the cut",
                 &[(cut + 1000, br"\udc80"), (cut - 3, "😀".as_bytes())],
             ),
+            ("€ across every cut", &euro_across_every_cut),
+            ("😀 across every cut", &emoji_across_every_cut),
         ];
         for (name, edits) in cases {
             let content = text(BIG, edits);
             let file = write(dir.path(), &content);
             let (path, bytes) = same_as_sequential(&file, BIG as u64, BIG as u64);
-            assert_eq!(path, ReadPath::Halves, "{name}");
+            assert_eq!(path, ReadPath::Shared, "{name}");
             assert_eq!(bytes, content, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_last_chunk_of_two_bytes_is_joined_as_one_thread_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let len = 4 * CHUNK + 2;
+        let cases: [(&str, &[Edit]); 3] = [
+            ("€ across the last cut", &[(len - 3, "€".as_bytes())]),
+            ("a file ending inside a character", &[(len - 2, b"\xe2\x82")]),
+            ("two stray continuations at the end", &[(len - 2, b"\x80\x80")]),
+        ];
+        for (name, edits) in cases {
+            let content = text(len, edits);
+            let file = write(dir.path(), &content);
+            let (path, bytes) = same_as_sequential(&file, len as u64, u64::MAX);
+            assert_eq!((path, bytes), (ReadPath::Shared, content), "{name}");
         }
     }
 
@@ -320,7 +389,7 @@ mod tests {
         assert_eq!((path, bytes.len()), (ReadPath::FellBack, BIG));
         let (path, bytes) = same_as_sequential(&file, BIG as u64 - 100, BIG as u64 - 50);
         assert_eq!((path, bytes.len()), (ReadPath::FellBack, BIG - 49));
-        // Shrunk: the second half ends early.
+        // Shrunk: the last chunk ends early.
         let (path, bytes) = same_as_sequential(&file, BIG as u64 + 100, u64::MAX);
         assert_eq!((path, bytes), (ReadPath::FellBack, content));
     }
@@ -334,7 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_buffer_is_read_into_in_halves() {
+    fn a_kept_buffer_is_read_into_by_two_threads() {
         let dir = tempfile::tempdir().unwrap();
         let content = text(BIG, &[(BIG / 2, "€".as_bytes())]);
         let file = File::open(write(dir.path(), &content)).unwrap();
@@ -344,7 +413,7 @@ mod tests {
         let bytes = reserve_buffer(BIG as u64, 1, Some(&kept)).unwrap();
         let ptr = bytes.as_ptr();
         let read = read_scanning::<TextScan>(&file, BIG as u64, bytes, u64::MAX);
-        assert_eq!(read.path, ReadPath::Halves);
+        assert_eq!(read.path, ReadPath::Shared);
         assert_eq!(read.partial.bytes.as_ptr(), ptr, "the kept memory was used");
         assert!(read.partial.bytes == content, "nothing of the old contents");
         assert!(read.scan.checked_all(BIG));

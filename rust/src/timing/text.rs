@@ -333,26 +333,36 @@ mod tests {
         (all, scan.invalid, all && scan.backslash)
     }
 
-    /// Scans `bytes` as the two threads of a split read do: `[..cut]` and
-    /// `[cut..]` each in pieces of `piece` bytes, the second begun once it
-    /// has its head, then joined.
-    fn split_scanned(bytes: &[u8], cut: usize, piece: usize) -> TextScan {
-        let (first, second) = bytes.split_at(cut);
-        let mut one = TextScan::default();
-        for end in (piece..first.len()).step_by(piece).chain([first.len()]) {
-            one.feed(&first[..end]);
-        }
-        let head = <TextScan as SplitScan>::HEAD.min(second.len());
-        let mut two: Option<TextScan> = None;
-        for end in (piece..second.len()).step_by(piece).chain([second.len()]) {
-            if two.is_none() && end >= head {
-                two = Some(TextScan::after_cut(&second[..end]));
+    /// Scans `bytes` as the threads of a split read do: the parts between
+    /// `cuts` (ascending) each in pieces of `piece` bytes, each but the
+    /// first begun once it has its head, then joined in order.
+    fn split_scanned(bytes: &[u8], cuts: &[usize], piece: usize) -> TextScan {
+        let starts: Vec<usize> = [0].into_iter().chain(cuts.iter().copied()).collect();
+        let ends: Vec<usize> = cuts.iter().copied().chain([bytes.len()]).collect();
+        let mut joined: Option<TextScan> = None;
+        for (&start, &end) in starts.iter().zip(&ends) {
+            let part = &bytes[start..end];
+            let head = <TextScan as SplitScan>::HEAD.min(part.len());
+            let mut scan: Option<TextScan> = None;
+            for filled in (piece..part.len()).step_by(piece).chain([part.len()]) {
+                if scan.is_none() && filled >= head {
+                    scan = Some(if start == 0 {
+                        TextScan::default()
+                    } else {
+                        TextScan::after_cut(&part[..filled])
+                    });
+                }
+                if let Some(scan) = scan.as_mut() {
+                    SplitScan::feed(scan, &part[..filled]);
+                }
             }
-            if let Some(two) = two.as_mut() {
-                SplitScan::feed(two, &second[..end]);
-            }
+            let scan = scan.unwrap_or_default();
+            joined = Some(match joined {
+                None => scan,
+                Some(before) => before.join(scan, &bytes[..end], start),
+            });
         }
-        one.join(two.unwrap_or_default(), bytes, cut)
+        joined.unwrap_or_default()
     }
 
     #[test]
@@ -379,19 +389,21 @@ mod tests {
             whole.feed(bytes);
             let expected = conclusion(&whole, bytes.len());
             let text = LenientText::from_bytes(bytes.to_vec());
-            for cut in 0..=bytes.len() {
+            let one_cut = (0..=bytes.len()).map(|cut| vec![cut]);
+            let two_cuts = (0..=bytes.len()).flat_map(|a| (a..=bytes.len()).map(move |b| vec![a, b]));
+            for cut in one_cut.chain(two_cuts) {
                 for piece in 1..=bytes.len().max(1) {
-                    let split = split_scanned(bytes, cut, piece);
+                    let split = split_scanned(bytes, &cut, piece);
                     assert_eq!(
                         conclusion(&split, bytes.len()),
                         expected,
-                        "{bytes:?} cut at {cut}, pieces of {piece}"
+                        "{bytes:?} cut at {cut:?}, pieces of {piece}"
                     );
                     let t = LenientText::from_scanned(bytes.to_vec(), &split);
                     assert_eq!(
                         (&t.text, t.invalid_utf8, t.lone_surrogates),
                         (&text.text, text.invalid_utf8, text.lone_surrogates),
-                        "{bytes:?} cut at {cut}, pieces of {piece}"
+                        "{bytes:?} cut at {cut:?}, pieces of {piece}"
                     );
                 }
             }
