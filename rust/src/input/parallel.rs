@@ -148,8 +148,10 @@ const CHUNK: usize = 2 << 20;
 fn read_chunks<S: SplitScan>(file: &File, file_bytes: &mut [u8]) -> Option<Vec<S>> {
     let count = file_bytes.len().div_ceil(CHUNK);
     let chunks = Mutex::new(file_bytes.chunks_mut(CHUNK).enumerate());
-    let take_chunks = || -> Option<Vec<(usize, S)>> {
-        let mut scanned = Vec::new();
+    // Each thread's list is allocated here, room for every chunk: the
+    // helper then allocates nothing, so glibc gives it no malloc arena of
+    // its own (one more for the rest of the process).
+    let take_chunks = |mut scanned: Vec<(usize, S)>| -> Option<Vec<(usize, S)>> {
         loop {
             // Held only to take the next chunk; a poisoned lock (a panic in
             // the other thread) ends the read with a fall-back.
@@ -166,12 +168,13 @@ fn read_chunks<S: SplitScan>(file: &File, file_bytes: &mut [u8]) -> Option<Vec<S
             scanned.push((k, scan));
         }
     };
+    let theirs = Vec::with_capacity(count);
     let (mine, helpers) = std::thread::scope(|s| {
         let helper = std::thread::Builder::new()
             .name("ct-read-part".to_owned())
-            .spawn_scoped(s, take_chunks)
+            .spawn_scoped(s, || take_chunks(theirs))
             .ok();
-        let mine = take_chunks();
+        let mine = take_chunks(Vec::with_capacity(count));
         // A joined thread's panic is handled here (no second panic from the
         // scope); reading has nothing that panics, but a fall-back is
         // cheaper than trusting that.
