@@ -30,9 +30,9 @@ use super::{read_pieces, Partial, SCAN_PIECE};
 /// to be worth a second thread competing with the receiver's other work.
 pub(crate) const MIN_SPLIT_BYTES: u64 = 8 << 20;
 
-/// A scan of a file's bytes that can be done in two parts, one from the
-/// start and one from an arbitrary cut, and joined afterwards into what
-/// one scan over the whole would have concluded.
+/// A scan of a file's bytes that can be done in parts, the first from the
+/// start and each other from an arbitrary cut, and joined afterwards (in
+/// file order) into what one scan over the whole would have concluded.
 pub trait SplitScan: Default + Send {
     /// How many bytes after the cut [`SplitScan::after_cut`] needs to see
     /// (fewer only when the part after the cut is shorter).
@@ -76,8 +76,8 @@ pub(crate) struct Scanned<S> {
 /// Reads `file` (`expected_len` bytes by its `fstat`) into `bytes` (with
 /// room for at least `expected_len + 1` bytes, see
 /// [`super::reserve_buffer`]), at most `max_bytes + 1` of them, scanning
-/// them as they arrive: in two halves at once from [`MIN_SPLIT_BYTES`] on,
-/// otherwise (or when anything is unusual) one piece after the other.
+/// them as they arrive: by two threads at once from [`MIN_SPLIT_BYTES`]
+/// on, otherwise (or when anything is unusual) one piece after the other.
 pub(crate) fn read_scanning<S: SplitScan>(
     file: &File,
     expected_len: u64,
@@ -100,7 +100,7 @@ pub(crate) fn read_scanning<S: SplitScan>(
 /// The one-thread read from the start of the file, with a fresh scan.
 ///
 /// `read_pieces` reads through the file's offset, which the positioned
-/// reads of the halves never moved: a fall-back starts at byte 0.
+/// reads of the parts never moved: a fall-back starts at byte 0.
 fn sequential<S: SplitScan>(file: &File, bytes: Vec<u8>, max_bytes: u64, path: ReadPath) -> Scanned<S> {
     let mut scan = S::default();
     let partial = read_pieces(file, bytes, max_bytes, &mut |read| scan.feed(read));
@@ -148,9 +148,9 @@ const CHUNK: usize = 2 << 20;
 fn read_chunks<S: SplitScan>(file: &File, file_bytes: &mut [u8]) -> Option<Vec<S>> {
     let count = file_bytes.len().div_ceil(CHUNK);
     let chunks = Mutex::new(file_bytes.chunks_mut(CHUNK).enumerate());
-    // Each thread's list is allocated here, room for every chunk: the
-    // helper then allocates nothing, so glibc gives it no malloc arena of
-    // its own (one more for the rest of the process).
+    // Each thread's list is allocated here, room for every chunk, so the
+    // helper allocates nothing for it: a thread's allocations can make
+    // glibc create a malloc arena for it, kept for the rest of the process.
     let take_chunks = |mut scanned: Vec<(usize, S)>| -> Option<Vec<(usize, S)>> {
         loop {
             // Held only to take the next chunk; a poisoned lock (a panic in
