@@ -13,6 +13,9 @@
 
 #[allow(unsafe_code)] // madvise(2)
 pub(crate) mod pages;
+mod parallel;
+
+pub use parallel::SplitScan;
 
 use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, Read};
@@ -68,7 +71,33 @@ pub fn read_bounded_scanning(
     spare_quarters: u64,
     scan: &mut dyn FnMut(&[u8]),
 ) -> Result<Vec<u8>, Error> {
-    let partial = read_bounded_partial_reserving(dir, path, max_bytes, spare_quarters, scan)?;
+    let (partial, ()) =
+        read_bounded_partial_reserving(dir, path, max_bytes, spare_quarters, |file, _, bytes| {
+            (read_pieces(file, bytes, max_bytes, scan), ())
+        })?;
+    complete(path, partial)
+}
+
+/// [`read_bounded_scanning`] for a scan that can be split: a file of at
+/// least 8 MiB is read in two halves at once, each scanned by its own
+/// thread (see `input::parallel`); the bytes and the conclusions are those
+/// of the sequential read.
+pub fn read_bounded_split_scanning<S: SplitScan>(
+    dir: Option<&InvocationDir>,
+    path: &Path,
+    max_bytes: u64,
+    spare_quarters: u64,
+) -> Result<(Vec<u8>, S), Error> {
+    let (partial, scan) =
+        read_bounded_partial_reserving(dir, path, max_bytes, spare_quarters, |file, len, bytes| {
+            let read = parallel::read_scanning::<S>(file, len, bytes, max_bytes);
+            (read.partial, read.scan)
+        })?;
+    Ok((complete(path, partial)?, scan))
+}
+
+/// The bytes of a read that must be complete: a read error is the error.
+fn complete(path: &Path, partial: Partial) -> Result<Vec<u8>, Error> {
     match partial.error {
         None => Ok(partial.bytes),
         Some(source) => Err(Error::Io {
@@ -95,16 +124,23 @@ pub fn read_bounded_partial(
     path: &Path,
     max_bytes: u64,
 ) -> Result<Partial, Error> {
-    read_bounded_partial_reserving(dir, path, max_bytes, 0, &mut |_| {})
+    let (partial, ()) = read_bounded_partial_reserving(dir, path, max_bytes, 0, |file, _, bytes| {
+        (read_pieces(file, bytes, max_bytes, &mut |_| {}), ())
+    })?;
+    Ok(partial)
 }
 
-fn read_bounded_partial_reserving(
+/// Opens and checks `path`, reserves the buffer and has `read` fill it:
+/// `read` gets the open file, its size by `fstat` (at most `max_bytes`) and
+/// the buffer (see [`reserve_buffer`]); what it read is checked against
+/// `max_bytes` again, since the file may have grown.
+fn read_bounded_partial_reserving<T>(
     dir: Option<&InvocationDir>,
     path: &Path,
     max_bytes: u64,
     spare_quarters: u64,
-    scan: &mut dyn FnMut(&[u8]),
-) -> Result<Partial, Error> {
+    read: impl FnOnce(&File, u64, Vec<u8>) -> (Partial, T),
+) -> Result<(Partial, T), Error> {
     let io_err = |source: io::Error| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -128,11 +164,12 @@ fn read_bounded_partial_reserving(
     // A buffer with room to spare becomes the output: one kept from the
     // previous build's output has its pages faulted in already.
     let kept = (spare > 0).then_some(&crate::retain::BYTES);
-    let partial = read_capped(file, meta.len(), spare, max_bytes, kept, scan).map_err(io_err)?;
+    let bytes = reserve_buffer(meta.len(), spare, kept).map_err(io_err)?;
+    let (partial, extra) = read(&file, meta.len(), bytes);
     if partial.bytes.len() as u64 > max_bytes {
         return Err(too_big(path, partial.bytes.len() as u64, max_bytes));
     }
-    Ok(partial)
+    Ok((partial, extra))
 }
 
 /// Opens `path` for reading without ever waiting in `open(2)`.
@@ -308,20 +345,11 @@ fn side_file_bytes(
     Some(bytes)
 }
 
-/// Reads at most `max_bytes + 1` bytes from `reader` into one allocation
-/// sized for `expected_len` plus `spare` bytes (or the buffer in `kept`,
-/// if it holds one large enough for the file), in pieces of `SCAN_PIECE`
-/// bytes, calling `scan` with all bytes read so far after each. The only
-/// error returned is a failed allocation; read errors end up in
-/// [`Partial::error`].
-fn read_capped(
-    reader: impl Read,
-    expected_len: u64,
-    spare: u64,
-    max_bytes: u64,
-    kept: Option<&Kept<u8>>,
-    scan: &mut dyn FnMut(&[u8]),
-) -> io::Result<Partial> {
+/// One allocation sized for `expected_len` plus one byte plus `spare`
+/// bytes (or the buffer in `kept`, if it holds one large enough for the
+/// file), advised to use huge pages. The only error is a failed
+/// allocation.
+fn reserve_buffer(expected_len: u64, spare: u64, kept: Option<&Kept<u8>>) -> io::Result<Vec<u8>> {
     // One spare byte lets a file that grew past the limit be detected without
     // a second allocation.
     let capacity =
@@ -337,6 +365,19 @@ fn read_capped(
             .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
     }
     pages::advise_huge_pages(&mut bytes);
+    Ok(bytes)
+}
+
+/// Reads at most `max_bytes + 1` bytes from `reader` into `bytes` (from
+/// [`reserve_buffer`]; its contents are read over), in pieces of
+/// `SCAN_PIECE` bytes, calling `scan` with all bytes read so far after
+/// each. Read errors end up in [`Partial::error`].
+fn read_pieces(
+    reader: impl Read,
+    mut bytes: Vec<u8>,
+    max_bytes: u64,
+    scan: &mut dyn FnMut(&[u8]),
+) -> Partial {
     // Pieces go into the reserved capacity; only a file that grew since
     // its size was taken makes the buffer grow.
     let mut reader = reader.take(max_bytes.saturating_add(1));
@@ -372,7 +413,7 @@ fn read_capped(
         }
     };
     bytes.truncate(filled);
-    Ok(Partial { bytes, error })
+    Partial { bytes, error }
 }
 
 /// The piece [`read_bounded_scanning`] reads at a time: small enough to
@@ -390,6 +431,19 @@ fn too_big(path: &Path, size: u64, max: u64) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sequential read as one call, as the tests below knew it.
+    fn read_capped(
+        reader: impl Read,
+        expected_len: u64,
+        spare: u64,
+        max_bytes: u64,
+        kept: Option<&Kept<u8>>,
+        scan: &mut dyn FnMut(&[u8]),
+    ) -> io::Result<Partial> {
+        let bytes = reserve_buffer(expected_len, spare, kept)?;
+        Ok(read_pieces(reader, bytes, max_bytes, scan))
+    }
 
     #[test]
     fn reads_small_file() {

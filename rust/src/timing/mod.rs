@@ -28,7 +28,7 @@ pub use result::{build_result, BuildResult};
 pub use text::{LenientText, TextScan};
 
 use crate::error::Error;
-use crate::input::{read_bounded_scanning, InvocationDir};
+use crate::input::{read_bounded_split_scanning, InvocationDir};
 use crate::request::Limits;
 use crate::warnings::Warnings;
 
@@ -58,10 +58,8 @@ pub fn load_reserving_in(
     spare_quarters: u64,
     warnings: &mut Warnings,
 ) -> Result<LenientText, Error> {
-    let mut scan = TextScan::default();
-    let bytes = read_bounded_scanning(dir, path, limits.max_file_bytes, spare_quarters, &mut |read| {
-        scan.feed(read)
-    })?;
+    let (bytes, scan) =
+        read_bounded_split_scanning::<TextScan>(dir, path, limits.max_file_bytes, spare_quarters)?;
     let text = LenientText::from_scanned(bytes, &scan);
     for w in text.warnings() {
         warnings.push(format!("{}: {w}", path.display()));

@@ -8,6 +8,8 @@
 
 use memchr::memchr_iter;
 
+use crate::input::SplitScan;
+
 /// The JSON text of a file, plus what had to be repaired.
 pub struct LenientText {
     pub text: String,
@@ -36,7 +38,7 @@ impl LenientText {
     /// result, without checking them again when the scan found them valid
     /// and without escapes.
     pub fn from_scanned(bytes: Vec<u8>, scan: &TextScan) -> Self {
-        if scan.invalid || scan.valid_up_to != bytes.len() {
+        if !scan.checked_all(bytes.len()) {
             return Self::from_bytes(bytes);
         }
         let text = utf8_string(bytes);
@@ -70,7 +72,7 @@ impl LenientText {
 }
 
 /// What [`LenientText::from_bytes`] would find, learnt piece by piece while
-/// the file is read (see [`crate::input::read_bounded_scanning`]): each
+/// the file is read (see [`crate::input::read_bounded_split_scanning`]): each
 /// piece is checked right after it arrived, while it is still in the CPU's
 /// cache, instead of in two more passes over the whole text from memory
 /// afterwards (~8 ms for a 60 MB file).
@@ -109,13 +111,75 @@ impl TextScan {
     }
 }
 
+impl TextScan {
+    /// Whether the scan found all of a text of `len` bytes valid UTF-8.
+    pub(crate) fn checked_all(&self, len: usize) -> bool {
+        !self.invalid && self.valid_up_to == len
+    }
+}
+
+/// The scan of a large file is split at its middle, each half scanned by
+/// its own thread (see `crate::input::read_bounded_split_scanning`); the
+/// joined scan concludes what one scan of the whole file would have.
+impl SplitScan for TextScan {
+    /// The longest UTF-8 sequence: within its first 4 bytes, the part after
+    /// the cut shows where its first whole character starts.
+    const HEAD: usize = 4;
+
+    fn feed(&mut self, read: &[u8]) {
+        TextScan::feed(self, read);
+    }
+
+    /// Starts after the bytes that continue a character begun before the
+    /// cut: those are checked with that character by [`SplitScan::join`].
+    fn after_cut(head: &[u8]) -> Self {
+        Self {
+            valid_up_to: continuation_bytes(head),
+            ..Self::default()
+        }
+    }
+
+    fn join(self, second: Self, whole: &[u8], cut: usize) -> Self {
+        let mut joined = self;
+        // Where the second scan began (as after_cut chose): everything from
+        // the first scan's end up to there is checked now, so the character
+        // cut in two (if any) is checked whole.
+        let resumed = cut + continuation_bytes(whole.get(cut..).unwrap_or_default());
+        joined.feed(whole.get(..resumed).unwrap_or_default());
+        if joined.invalid {
+            return joined;
+        }
+        if joined.valid_up_to != resumed {
+            // A sequence cut short right before a byte that cannot continue
+            // it is invalid, as the next piece would have shown the single
+            // scan; only at the end of the file it is merely cut short.
+            joined.invalid = resumed < whole.len();
+            return joined;
+        }
+        Self {
+            valid_up_to: cut + second.valid_up_to,
+            invalid: second.invalid,
+            backslash: joined.backslash || second.backslash,
+        }
+    }
+}
+
+/// How many of the first bytes of `bytes` continue a character (bit
+/// pattern `10xxxxxx`), at most 3: no character has more, so a fourth is
+/// invalid wherever the scan starts.
+fn continuation_bytes(bytes: &[u8]) -> usize {
+    bytes.iter().take(3).take_while(|&&b| b & 0xC0 == 0x80).count()
+}
+
 /// `bytes` as a `String` without checking them again.
 ///
 /// Only called by [`LenientText::from_scanned`] when a [`TextScan`] checked
 /// all of `bytes`: each piece from where the previous valid prefix ended
 /// (a character boundary) to the end of what had been read, and the read
-/// only ever appends. Valid UTF-8 pieces joined at character boundaries are
-/// valid UTF-8.
+/// only ever appends. A scan in two halves ([`SplitScan::join`]) checked
+/// `[0, a)`, `[a, r)` and `[r, len)` the same way, `a` and `r` character
+/// boundaries, and its threads were joined before the bytes came here.
+/// Valid UTF-8 pieces joined at character boundaries are valid UTF-8.
 #[allow(unsafe_code)]
 fn utf8_string(bytes: Vec<u8>) -> String {
     debug_assert!(std::str::from_utf8(&bytes).is_ok());
@@ -257,6 +321,91 @@ mod tests {
                     (&whole.text, whole.invalid_utf8, whole.lone_surrogates),
                     "{bytes:?} in pieces of {piece}"
                 );
+            }
+        }
+    }
+
+    /// What a scan concluded about a text of `len` bytes: all of it valid,
+    /// an invalid sequence found, and (only meaningful when all was
+    /// valid) a backslash seen.
+    fn conclusion(scan: &TextScan, len: usize) -> (bool, bool, bool) {
+        let all = scan.checked_all(len);
+        (all, scan.invalid, all && scan.backslash)
+    }
+
+    /// Scans `bytes` as the threads of a split read do: the parts between
+    /// `cuts` (ascending) each in pieces of `piece` bytes, each but the
+    /// first begun once it has its head, then joined in order.
+    fn split_scanned(bytes: &[u8], cuts: &[usize], piece: usize) -> TextScan {
+        let starts: Vec<usize> = [0].into_iter().chain(cuts.iter().copied()).collect();
+        let ends: Vec<usize> = cuts.iter().copied().chain([bytes.len()]).collect();
+        let mut joined: Option<TextScan> = None;
+        for (&start, &end) in starts.iter().zip(&ends) {
+            let part = &bytes[start..end];
+            let head = <TextScan as SplitScan>::HEAD.min(part.len());
+            let mut scan: Option<TextScan> = None;
+            for filled in (piece..part.len()).step_by(piece).chain([part.len()]) {
+                if scan.is_none() && filled >= head {
+                    scan = Some(if start == 0 {
+                        TextScan::default()
+                    } else {
+                        TextScan::after_cut(&part[..filled])
+                    });
+                }
+                if let Some(scan) = scan.as_mut() {
+                    SplitScan::feed(scan, &part[..filled]);
+                }
+            }
+            let scan = scan.unwrap_or_default();
+            joined = Some(match joined {
+                None => scan,
+                Some(before) => before.join(scan, &bytes[..end], start),
+            });
+        }
+        joined.unwrap_or_default()
+    }
+
+    #[test]
+    fn a_scan_split_anywhere_concludes_what_one_scan_does() {
+        let cases: [&[u8]; 12] = [
+            "{\"a\":\"é€😀 plain\"}".as_bytes(),
+            "😀😀€é".as_bytes(),
+            br#"{"a":"x\udc80y","b":"\ud83d\ude00"}"#,
+            b"{\"a\":\"x\xffy\"}",
+            // Cut short at the very end, and in the middle.
+            b"{\"a\":\"\xe2\x82",
+            b"ab\xe2\x82cd",
+            // A stray continuation byte; four in a row after a lead byte.
+            b"ab\x80cd",
+            b"a\xf0\x9f\x98\x80\x80b",
+            b"a\xe2\x82\xac\x80\x80\x80b",
+            // An overlong encoding and an encoded surrogate.
+            b"a\xc0\xafb\xed\xa0\x80c",
+            br#"no\\udc80escape"#,
+            b"",
+        ];
+        for bytes in cases {
+            let mut whole = TextScan::default();
+            whole.feed(bytes);
+            let expected = conclusion(&whole, bytes.len());
+            let text = LenientText::from_bytes(bytes.to_vec());
+            let one_cut = (0..=bytes.len()).map(|cut| vec![cut]);
+            let two_cuts = (0..=bytes.len()).flat_map(|a| (a..=bytes.len()).map(move |b| vec![a, b]));
+            for cut in one_cut.chain(two_cuts) {
+                for piece in 1..=bytes.len().max(1) {
+                    let split = split_scanned(bytes, &cut, piece);
+                    assert_eq!(
+                        conclusion(&split, bytes.len()),
+                        expected,
+                        "{bytes:?} cut at {cut:?}, pieces of {piece}"
+                    );
+                    let t = LenientText::from_scanned(bytes.to_vec(), &split);
+                    assert_eq!(
+                        (&t.text, t.invalid_utf8, t.lone_surrogates),
+                        (&text.text, text.invalid_utf8, text.lone_surrogates),
+                        "{bytes:?} cut at {cut:?}, pieces of {piece}"
+                    );
+                }
             }
         }
     }
