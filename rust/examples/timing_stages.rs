@@ -141,7 +141,7 @@ fn main() -> ExitCode {
         let s = Stage::start();
         // As process_build: a quarter to spare, and the buffer kept from the
         // previous run (compiletools_core::retain) when there is one.
-        let text = match timing::load_reserving_in(None, &path, &req.limits, 1, &mut w) {
+        let mut text = match timing::load_reserving_in(None, &path, &req.limits, 1, &mut w) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("{e}");
@@ -151,8 +151,14 @@ fn main() -> ExitCode {
         s.end("read + UTF-8 repair");
 
         let s = Stage::start();
-        let build = match timing::decode::decode(&text.text, &path, &req.limits, &CancelToken::new(), &mut w)
-        {
+        // As process_build: a large file is decoded by two threads.
+        let build = match timing::decode::decode_owned(
+            &mut text.text,
+            &path,
+            &req.limits,
+            &CancelToken::new(),
+            &mut w,
+        ) {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("{e}");
