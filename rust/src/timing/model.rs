@@ -94,6 +94,11 @@ pub(crate) fn release_kept() -> usize {
     KEPT_STRINGS.release() + KEPT_EVENTS.release() + KEPT_META.release()
 }
 
+/// Above glibc's largest dynamic mmap threshold (32 MiB on 64-bit, see
+/// mallopt(3) `M_MMAP_THRESHOLD`): blocks this large are always mapped on
+/// their own, and unmapped when freed.
+const MAPPED_MIN: usize = (32 << 20) + (1 << 20);
+
 /// "No event": the end of a sibling list, or no children.
 pub(super) const NO_EVENT: u32 = u32::MAX;
 
@@ -363,15 +368,33 @@ impl Build {
     /// [`Self::reserve_for_text`] without the kept tables (they serve the
     /// main decode; this is the second thread's, see
     /// [`super::two_halves`]).
+    ///
+    /// Each table is reserved at no less than [`MAPPED_MIN`]: glibc maps
+    /// so large a block on its own and unmaps it when freed, so the second
+    /// model's memory goes back to the system once it is spliced into the
+    /// first instead of staying in the thread's malloc arena (+20 MiB of
+    /// RSS between 100k-rule builds, measured). Reserved but untouched
+    /// memory costs no RSS.
     pub(super) fn reserve_fresh_for_text(&mut self, text_len: usize) {
         use crate::input::pages::{advise_huge_pages, advise_huge_pages_string};
-        if self.strings.try_reserve_exact(text_len).is_ok() {
+        fn at_least<T>(n: usize) -> usize {
+            n.max(MAPPED_MIN / std::mem::size_of::<T>().max(1))
+        }
+        if self.strings.try_reserve_exact(at_least::<u8>(text_len)).is_ok() {
             advise_huge_pages_string(&mut self.strings);
         }
-        if self.events.try_reserve_exact(text_len / 256).is_ok() {
+        if self
+            .events
+            .try_reserve_exact(at_least::<EventData>(text_len / 256))
+            .is_ok()
+        {
             advise_huge_pages(&mut self.events);
         }
-        if self.meta.try_reserve_exact(text_len / 64).is_ok() {
+        if self
+            .meta
+            .try_reserve_exact(at_least::<MetaEntry>(text_len / 64))
+            .is_ok()
+        {
             advise_huge_pages(&mut self.meta);
         }
     }
