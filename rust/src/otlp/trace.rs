@@ -146,6 +146,20 @@ pub fn encode_trace_request_with(
 pub fn encode_trace_request_into(
     input: TraceInput,
     extra: &[ScopeSpans],
+    buf: Vec<u8>,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, TraceStats) {
+    let plan = TracePlan::make(input.build, input.clock, &input.trace_id);
+    encode_planned_into(input, plan, extra, buf, warnings)
+}
+
+/// [`encode_trace_request_into`] with the spans planned beforehand by
+/// [`TracePlan::make`] for the same build, clock and trace id; the plan's
+/// warnings go to `warnings` now, where planning here would have put them.
+pub(crate) fn encode_planned_into(
+    input: TraceInput,
+    plan: TracePlan,
+    extra: &[ScopeSpans],
     mut buf: Vec<u8>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
@@ -168,7 +182,12 @@ pub fn encode_trace_request_into(
     let gap = head(&resource_head, &scope_head, estimate, 0).len();
     buf.clear();
     buf.resize(gap, 0);
-    let (plan, mut stats) = Plan::make(input.build, input.clock, &input.trace_id, warnings);
+    let TracePlan {
+        plan,
+        mut stats,
+        warnings: planned,
+    } = plan;
+    warnings.extend(planned);
     SpanEncoder::of(&input).encode(&plan.spans, 0..plan.spans.len(), &mut buf);
     let spans_len = buf.len() - gap;
     // Further ScopeSpans follow the first one inside the ResourceSpans
@@ -246,17 +265,21 @@ impl Plan {
     /// subtrees), warns about repaired intervals and counts what the
     /// summary reports, so that nothing the encoders do later can warn or
     /// count (chunks are encoded in any order, some of them twice).
+    /// The spans go into `spans` (emptied), which has room for them.
     fn make(
         build: &Build,
         clock: &Clock,
         trace_id: &[u8; 16],
+        mut spans: Vec<Planned>,
         warnings: &mut Warnings,
     ) -> (Self, TraceStats) {
+        spans.clear();
+        spans.reserve_exact(build.event_count() + 1);
         let mut p = Planner {
             ids: ids::SpanIds::new(trace_id),
             clock,
             path: Vec::new(),
-            spans: Vec::with_capacity(build.event_count() + 1),
+            spans,
             stats: TraceStats::default(),
             warnings,
         };
@@ -270,6 +293,49 @@ impl Plan {
         }
         p.stats.spans = p.spans.len() as u64;
         (Plan { spans: p.spans }, p.stats)
+    }
+}
+
+/// The [`Plan`] of a build's trace with what planning counted and warned,
+/// made apart from the encoding: it needs the build (side files merged),
+/// its clock and its trace id, and none of the analytics or root
+/// attributes the encoders need, so the pipeline can make it on a second
+/// thread while it computes those (`pipeline/build.rs`). Handed to an
+/// encoder of the same build, clock and trace id.
+pub(crate) struct TracePlan {
+    plan: Plan,
+    stats: TraceStats,
+    /// Kept apart until encoding, so that they follow the warnings pushed
+    /// before it, as when the encoder plans.
+    warnings: Warnings,
+}
+
+/// Room for a [`TracePlan`]'s spans.
+pub(crate) struct PlanRoom(Vec<Planned>);
+
+impl TracePlan {
+    pub(crate) fn make(build: &Build, clock: &Clock, trace_id: &[u8; 16]) -> Self {
+        Self::make_in(Self::room_for(build), build, clock, trace_id)
+    }
+
+    /// Room for the plan of `build`, taken on the calling thread. A plan
+    /// made on a second thread in it uses this thread's allocator arena,
+    /// where the next build finds the memory again; allocated by the
+    /// second thread, it would grow that thread's arena instead (measured:
+    /// +2.4 MB peak RSS at 100k rules).
+    pub(crate) fn room_for(build: &Build) -> PlanRoom {
+        PlanRoom(Vec::with_capacity(build.event_count() + 1))
+    }
+
+    /// [`TracePlan::make`] in `room`.
+    pub(crate) fn make_in(room: PlanRoom, build: &Build, clock: &Clock, trace_id: &[u8; 16]) -> Self {
+        let mut warnings = Warnings::new();
+        let (plan, stats) = Plan::make(build, clock, trace_id, room.0, &mut warnings);
+        Self {
+            plan,
+            stats,
+            warnings,
+        }
     }
 }
 
@@ -546,7 +612,24 @@ impl TraceChunks {
     /// Plans the trace (warnings go to `warnings` now, none later);
     /// `max_spans` 0 means one request.
     pub fn new(parts: TraceParts, max_spans: usize, warnings: &mut Warnings) -> Self {
-        let (plan, mut stats) = Plan::make(&parts.build, &parts.clock, &parts.trace_id, warnings);
+        let plan = TracePlan::make(&parts.build, &parts.clock, &parts.trace_id);
+        Self::planned(parts, plan, max_spans, warnings)
+    }
+
+    /// [`TraceChunks::new`] with the spans planned beforehand by
+    /// [`TracePlan::make`] for the parts' build, clock and trace id.
+    pub(crate) fn planned(
+        parts: TraceParts,
+        plan: TracePlan,
+        max_spans: usize,
+        warnings: &mut Warnings,
+    ) -> Self {
+        let TracePlan {
+            plan,
+            mut stats,
+            warnings: planned,
+        } = plan;
+        warnings.extend(planned);
         let extra_spans: usize = parts.extra.iter().map(|ss| ss.spans.len()).sum();
         stats.spans += extra_spans as u64;
         let resource_head = ResourceSpans {
