@@ -265,21 +265,17 @@ impl Plan {
     /// subtrees), warns about repaired intervals and counts what the
     /// summary reports, so that nothing the encoders do later can warn or
     /// count (chunks are encoded in any order, some of them twice).
-    /// The spans go into `spans` (emptied), which has room for them.
     fn make(
         build: &Build,
         clock: &Clock,
         trace_id: &[u8; 16],
-        mut spans: Vec<Planned>,
         warnings: &mut Warnings,
     ) -> (Self, TraceStats) {
-        spans.clear();
-        spans.reserve_exact(build.event_count() + 1);
         let mut p = Planner {
             ids: ids::SpanIds::new(trace_id),
             clock,
             path: Vec::new(),
-            spans,
+            spans: Vec::with_capacity(build.event_count() + 1),
             stats: TraceStats::default(),
             warnings,
         };
@@ -310,27 +306,10 @@ pub(crate) struct TracePlan {
     warnings: Warnings,
 }
 
-/// Room for a [`TracePlan`]'s spans.
-pub(crate) struct PlanRoom(Vec<Planned>);
-
 impl TracePlan {
     pub(crate) fn make(build: &Build, clock: &Clock, trace_id: &[u8; 16]) -> Self {
-        Self::make_in(Self::room_for(build), build, clock, trace_id)
-    }
-
-    /// Room for the plan of `build`, taken on the calling thread. A plan
-    /// made on a second thread in it uses this thread's allocator arena,
-    /// where the next build finds the memory again; allocated by the
-    /// second thread, it would grow that thread's arena instead (measured:
-    /// +2.4 MB peak RSS at 100k rules).
-    pub(crate) fn room_for(build: &Build) -> PlanRoom {
-        PlanRoom(Vec::with_capacity(build.event_count() + 1))
-    }
-
-    /// [`TracePlan::make`] in `room`.
-    pub(crate) fn make_in(room: PlanRoom, build: &Build, clock: &Clock, trace_id: &[u8; 16]) -> Self {
         let mut warnings = Warnings::new();
-        let (plan, stats) = Plan::make(build, clock, trace_id, room.0, &mut warnings);
+        let (plan, stats) = Plan::make(build, clock, trace_id, &mut warnings);
         Self {
             plan,
             stats,

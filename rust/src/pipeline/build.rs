@@ -284,11 +284,7 @@ fn read_build(
     // needs nothing of what this thread computes meanwhile.
     let (done, plan) = alongside(
         build.event_count() >= plan_alongside_min_events,
-        {
-            let room = TracePlan::room_for(&build);
-            let (build, id) = (&build, &id);
-            move || TracePlan::make_in(room, build, &id.clock, &id.trace_id)
-        },
+        || TracePlan::make(&build, &id.clock, &id.trace_id),
         || {
             let analytics = analysis.run(output, &mut warnings)?;
             let root_attributes = trace_root_attributes(req, &build, ccache.as_ref(), &analytics);
@@ -321,33 +317,26 @@ const PLAN_ALONGSIDE_MIN_EVENTS: usize = 4096;
 /// `concurrent` (and a thread can be had), else here afterwards. A panic
 /// of `aside` is raised again on this thread, where the FFI's guard
 /// catches it.
-fn alongside<H, A: Send>(
-    concurrent: bool,
-    aside: impl FnOnce() -> A + Send,
-    here: impl FnOnce() -> H,
-) -> (H, A) {
+fn alongside<H, A: Send>(concurrent: bool, aside: impl Fn() -> A + Sync, here: impl FnOnce() -> H) -> (H, A) {
     if !concurrent {
         let h = here();
         return (h, aside());
     }
-    // Taken by the thread; still there when no thread could be started.
-    let slot = std::sync::Mutex::new(Some(aside));
-    let take = || slot.lock().ok().and_then(|mut f| f.take());
     std::thread::scope(|s| {
+        let aside = &aside;
         let helper = std::thread::Builder::new()
             .name("ct-alongside".into())
-            .spawn_scoped(s, || take().map(|f| f()))
+            .spawn_scoped(s, aside)
             .ok();
         let h = here();
-        let ran = match helper {
+        let a = match helper {
             Some(helper) => helper
                 .join()
                 .unwrap_or_else(|payload| std::panic::resume_unwind(payload)),
-            None => None,
+            // No thread to be had (a process limit).
+            None => aside(),
         };
-        // Not run aside (no thread to be had, a process limit): run here.
-        let a = ran.or_else(|| take().map(|f| f()));
-        (h, a.expect("`aside` runs on the helper or here"))
+        (h, a)
     })
 }
 
