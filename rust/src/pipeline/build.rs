@@ -311,8 +311,9 @@ fn read_build(
 /// an idle machine (`timing_once`, whole trace, 5 interleaved rounds):
 /// 5k rules, no gain (best 4.9–5.0 ms on one thread, 4.7–6.0 on two: the
 /// thread's start eats the ~0.6 ms of planning it overlaps); 20k, best
-/// 20.6–22.7 → 19.5–20.6 ms; 100k, 13–15 ms less (planning takes ~14 ms,
-/// the analytics and root attributes ~13).
+/// 20.6–22.7 → 19.5–20.6 ms; 100k, 8–15 ms less a round (planning takes
+/// ~14 ms, the analytics and root attributes ~13). With both cores busy
+/// with other work nothing is won, and little lost.
 const PLAN_ALONGSIDE_MIN_EVENTS: usize = 8192;
 
 /// `(here(), aside())`, with `aside` run on a second thread meanwhile when
