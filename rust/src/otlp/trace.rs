@@ -146,6 +146,20 @@ pub fn encode_trace_request_with(
 pub fn encode_trace_request_into(
     input: TraceInput,
     extra: &[ScopeSpans],
+    buf: Vec<u8>,
+    warnings: &mut Warnings,
+) -> (Vec<u8>, TraceStats) {
+    let plan = TracePlan::make(input.build, input.clock, &input.trace_id);
+    encode_planned_into(input, plan, extra, buf, warnings)
+}
+
+/// [`encode_trace_request_into`] with the spans planned beforehand by
+/// [`TracePlan::make`] for the same build, clock and trace id; the plan's
+/// warnings go to `warnings` now, where planning here would have put them.
+pub(crate) fn encode_planned_into(
+    input: TraceInput,
+    plan: TracePlan,
+    extra: &[ScopeSpans],
     mut buf: Vec<u8>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
@@ -168,7 +182,12 @@ pub fn encode_trace_request_into(
     let gap = head(&resource_head, &scope_head, estimate, 0).len();
     buf.clear();
     buf.resize(gap, 0);
-    let (plan, mut stats) = Plan::make(input.build, input.clock, &input.trace_id, warnings);
+    let TracePlan {
+        plan,
+        mut stats,
+        warnings: planned,
+    } = plan;
+    warnings.extend(planned);
     SpanEncoder::of(&input).encode(&plan.spans, 0..plan.spans.len(), &mut buf);
     let spans_len = buf.len() - gap;
     // Further ScopeSpans follow the first one inside the ResourceSpans
@@ -270,6 +289,32 @@ impl Plan {
         }
         p.stats.spans = p.spans.len() as u64;
         (Plan { spans: p.spans }, p.stats)
+    }
+}
+
+/// The [`Plan`] of a build's trace with what planning counted and warned,
+/// made apart from the encoding: it needs the build (side files merged),
+/// its clock and its trace id, and none of the analytics or root
+/// attributes the encoders need, so the pipeline can make it on a second
+/// thread while it computes those (`pipeline/build.rs`). Handed to an
+/// encoder of the same build, clock and trace id.
+pub(crate) struct TracePlan {
+    plan: Plan,
+    stats: TraceStats,
+    /// Kept apart until encoding, so that they follow the warnings pushed
+    /// before it, as when the encoder plans.
+    warnings: Warnings,
+}
+
+impl TracePlan {
+    pub(crate) fn make(build: &Build, clock: &Clock, trace_id: &[u8; 16]) -> Self {
+        let mut warnings = Warnings::new();
+        let (plan, stats) = Plan::make(build, clock, trace_id, &mut warnings);
+        Self {
+            plan,
+            stats,
+            warnings,
+        }
     }
 }
 
@@ -546,7 +591,24 @@ impl TraceChunks {
     /// Plans the trace (warnings go to `warnings` now, none later);
     /// `max_spans` 0 means one request.
     pub fn new(parts: TraceParts, max_spans: usize, warnings: &mut Warnings) -> Self {
-        let (plan, mut stats) = Plan::make(&parts.build, &parts.clock, &parts.trace_id, warnings);
+        let plan = TracePlan::make(&parts.build, &parts.clock, &parts.trace_id);
+        Self::planned(parts, plan, max_spans, warnings)
+    }
+
+    /// [`TraceChunks::new`] with the spans planned beforehand by
+    /// [`TracePlan::make`] for the parts' build, clock and trace id.
+    pub(crate) fn planned(
+        parts: TraceParts,
+        plan: TracePlan,
+        max_spans: usize,
+        warnings: &mut Warnings,
+    ) -> Self {
+        let TracePlan {
+            plan,
+            mut stats,
+            warnings: planned,
+        } = plan;
+        warnings.extend(planned);
         let extra_spans: usize = parts.extra.iter().map(|ss| ss.spans.len()).sum();
         stats.spans += extra_spans as u64;
         let resource_head = ResourceSpans {

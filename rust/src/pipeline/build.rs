@@ -17,6 +17,11 @@
 //! 7. the trace (with the `ct.ccache.snapshot` span under metrics-as-spans),
 //!    whole ([`process_build`]) or as requests encoded on demand
 //!    ([`open_build`]).
+//!
+//! The trace's plan (span ids, parents, counts: `otlp::trace::TracePlan`)
+//! needs only the build after step 4, its clock and its trace id; for a
+//! large build it is made on a second thread while this one does steps
+//! 5–6 and the root's attributes (`alongside`).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -37,11 +42,11 @@ use prost::Message;
 
 use crate::otlp::history::history_root_attributes;
 use crate::otlp::semconv;
+use crate::otlp::trace::{encode_planned_into, TracePlan};
 use crate::otlp::{
-    analytics_root_attributes, build_resource, build_scope_metrics, ccache_scope_metrics,
-    encode_trace_request_into, host_resource, root_attributes_with_ccache, snapshot_scope_spans,
-    with_invocation_id, BuildMetricsInput, MetricsInput, SnapshotInput, TraceChunks, TraceInput, TraceParts,
-    TraceStats,
+    analytics_root_attributes, build_resource, build_scope_metrics, ccache_scope_metrics, host_resource,
+    root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, BuildMetricsInput, MetricsInput,
+    SnapshotInput, TraceChunks, TraceInput, TraceParts, TraceStats,
 };
 use crate::outcomes;
 use crate::request::{BuildOutput, BuildRequest, MetricIdentity, Summary};
@@ -80,11 +85,26 @@ impl Wanted {
 
 /// Reads the build in `req.invocation_dir` and returns its OTLP requests.
 pub fn process_build(req: &BuildRequest, cancel: &CancelToken) -> Result<BuildOutput, Error> {
+    process_build_with(req, cancel, PLAN_ALONGSIDE_MIN_EVENTS)
+}
+
+/// [`process_build`] with the trace planned on a second thread for builds
+/// of at least `plan_alongside_min_events` events (the tests compare).
+fn process_build_with(
+    req: &BuildRequest,
+    cancel: &CancelToken,
+    plan_alongside_min_events: usize,
+) -> Result<BuildOutput, Error> {
     let mut output = BuildOutput::default();
-    let read = read_build(req, cancel, Encoding::WholeTrace, &mut output)?;
-    if let Some(mut t) = read.trace {
-        let mut warnings = std::mem::replace(&mut t.warnings, Warnings::new());
-        let (bytes, stats) = encode_trace(req, t, &mut warnings);
+    let read = read_build(
+        req,
+        cancel,
+        Encoding::WholeTrace,
+        plan_alongside_min_events,
+        &mut output,
+    )?;
+    if let Some(t) = read.trace {
+        let (bytes, stats, warnings) = encode_trace(req, t);
         output.traces = Some(bytes);
         set_trace_stats(&mut output.summary, stats);
         output.summary.warnings = warnings.into_lines();
@@ -108,13 +128,28 @@ pub struct BuildStream {
 /// right after decoding, so what stays is the model, the plan (24 bytes a
 /// span) and the request being encoded.
 pub fn open_build(req: &BuildRequest, cancel: &CancelToken, max_spans: usize) -> Result<BuildStream, Error> {
+    open_build_with(req, cancel, max_spans, PLAN_ALONGSIDE_MIN_EVENTS)
+}
+
+/// [`open_build`], planning as [`process_build_with`].
+fn open_build_with(
+    req: &BuildRequest,
+    cancel: &CancelToken,
+    max_spans: usize,
+    plan_alongside_min_events: usize,
+) -> Result<BuildStream, Error> {
     let mut output = BuildOutput::default();
-    let read = read_build(req, cancel, Encoding::Chunks, &mut output)?;
+    let read = read_build(
+        req,
+        cancel,
+        Encoding::Chunks,
+        plan_alongside_min_events,
+        &mut output,
+    )?;
     let mut traces = None;
-    if let Some(mut t) = read.trace {
-        let mut warnings = std::mem::replace(&mut t.warnings, Warnings::new());
-        let parts = trace_parts(req, t, &mut warnings);
-        let chunks = TraceChunks::new(parts, max_spans, &mut warnings);
+    if let Some(t) = read.trace {
+        let (parts, plan, mut warnings) = trace_parts(req, t);
+        let chunks = TraceChunks::planned(parts, plan, max_spans, &mut warnings);
         set_trace_stats(&mut output.summary, chunks.stats());
         output.summary.warnings = warnings.into_lines();
         traces = Some(chunks);
@@ -128,14 +163,16 @@ fn set_trace_stats(summary: &mut Summary, stats: TraceStats) {
     summary.dropped_attributes = stats.dropped_attributes;
 }
 
-/// What is left to do for the trace once the build is read.
+/// What is left to do for the trace once the build is read: encoding it.
 struct TraceToDo {
     build: Build,
-    /// The statslog with events (root attributes, attribution done).
-    ccache: Option<Statslog>,
-    /// Report the statslog as the `ct.ccache.snapshot` span.
-    snapshot: bool,
     id: Identity,
+    /// The root span's attributes.
+    root_attributes: Vec<KeyValue>,
+    /// The `ct.ccache.snapshot` span's scope under metrics-as-spans.
+    extra: Vec<ScopeSpans>,
+    /// The spans, planned (their warnings not yet in `warnings`).
+    plan: TracePlan,
     /// The file text's buffer, emptied, for the whole trace's bytes (its
     /// capacity is the encoder's first estimate); empty when streaming.
     out_buffer: Vec<u8>,
@@ -171,6 +208,7 @@ fn read_build(
     req: &BuildRequest,
     cancel: &CancelToken,
     encoding: Encoding,
+    plan_alongside_min_events: usize,
     output: &mut BuildOutput,
 ) -> Result<ReadBuild, Error> {
     cancel.check()?;
@@ -214,21 +252,132 @@ fn read_build(
     let ccache = statslog.filter(|log| !log.is_empty());
     cancel.check()?;
 
-    let mut trace = None;
-    // The compile history needs the rules' cache layers (side files), for
-    // the trace's attributes or the time-saved metric.
     let history = req.history.as_deref().filter(|_| wanted.traces || wanted.metrics);
     let ccache_metrics = wanted.metrics && ccache.is_some();
-    if wanted.traces || wanted.build_metrics || ccache_metrics || history.is_some() {
-        let id = Identity::of(req, &build, &path, &mut warnings)?;
-        if wanted.traces || wanted.build_metrics || history.is_some() {
-            apply_side_files(req, &dir, &mut build, ccache.as_ref(), &mut warnings);
-            cancel.check()?;
-        }
+    if !(wanted.traces || wanted.build_metrics || ccache_metrics || history.is_some()) {
+        output.summary.warnings = warnings.into_lines();
+        return Ok(ReadBuild { trace: None });
+    }
+    let id = Identity::of(req, &build, &path, &mut warnings)?;
+    // The compile history needs the rules' cache layers (side files), for
+    // the trace's attributes or the time-saved metric.
+    if wanted.traces || wanted.build_metrics || history.is_some() {
+        apply_side_files(req, &dir, &mut build, ccache.as_ref(), &mut warnings);
+        cancel.check()?;
+    }
+    let analysis = Analysis {
+        req,
+        cancel,
+        build: &build,
+        id: &id,
+        ccache: ccache.as_ref(),
+        history,
+        timing_modified,
+        wanted,
+    };
+    if !wanted.traces {
+        analysis.run(output, &mut warnings)?;
+        output.summary.warnings = warnings.into_lines();
+        return Ok(ReadBuild { trace: None });
+    }
+    // The build is final from here on, so its trace can be planned; that
+    // needs nothing of what this thread computes meanwhile.
+    let (done, plan) = alongside(
+        build.event_count() >= plan_alongside_min_events,
+        || TracePlan::make(&build, &id.clock, &id.trace_id),
+        || {
+            let analytics = analysis.run(output, &mut warnings)?;
+            let root_attributes = trace_root_attributes(req, &build, ccache.as_ref(), &analytics);
+            let snapshot = ccache.as_ref().filter(|_| wanted.snapshot);
+            let extra = snapshot_spans(req, snapshot, &id, &mut warnings);
+            Ok::<_, Error>((analytics, root_attributes, extra))
+        },
+    );
+    let (analytics, root_attributes, extra) = done?;
+    let trace = TraceToDo {
+        build,
+        id,
+        root_attributes,
+        extra,
+        plan,
+        out_buffer,
+        analytics,
+        warnings,
+    };
+    Ok(ReadBuild { trace: Some(trace) })
+}
+
+/// Builds with fewer events are planned on the calling thread. Measured on
+/// an idle machine (`timing_once`, whole trace, 5 interleaved rounds):
+/// 5k rules, no gain (best 4.9–5.0 ms on one thread, 4.7–6.0 on two: the
+/// thread's start eats the ~0.6 ms of planning it overlaps); 20k, best
+/// 20.6–22.7 → 19.5–20.6 ms; 100k, 8–15 ms less a round (planning takes
+/// ~14 ms, the analytics and root attributes ~13). With both cores busy
+/// with other work nothing is won, and little lost.
+const PLAN_ALONGSIDE_MIN_EVENTS: usize = 8192;
+
+/// `(here(), aside())`, with `aside` run on a second thread meanwhile when
+/// `concurrent` (and a thread can be had), else here afterwards. A panic
+/// of `aside` is raised again on this thread, where the FFI's guard
+/// catches it.
+fn alongside<H, A: Send>(concurrent: bool, aside: impl Fn() -> A + Sync, here: impl FnOnce() -> H) -> (H, A) {
+    if !concurrent {
+        let h = here();
+        return (h, aside());
+    }
+    std::thread::scope(|s| {
+        let aside = &aside;
+        let helper = std::thread::Builder::new()
+            .name("ct-alongside".into())
+            .spawn_scoped(s, aside)
+            .ok();
+        let h = here();
+        let a = match helper {
+            Some(helper) => helper
+                .join()
+                .unwrap_or_else(|payload| std::panic::resume_unwind(payload)),
+            // No thread to be had (a process limit).
+            None => aside(),
+        };
+        (h, a)
+    })
+}
+
+/// What steps 5 and 6 read (module doc).
+struct Analysis<'x> {
+    req: &'x BuildRequest,
+    cancel: &'x CancelToken,
+    /// Side files merged.
+    build: &'x Build,
+    id: &'x Identity,
+    ccache: Option<&'x Statslog>,
+    history: Option<&'x crate::history::History>,
+    timing_modified: Option<std::time::SystemTime>,
+    wanted: Wanted,
+}
+
+impl Analysis<'_> {
+    /// Steps 5 and 6: the analytics (with the history's numbers) the trace
+    /// needs; the metrics go into `output`.
+    fn run(
+        &self,
+        output: &mut BuildOutput,
+        warnings: &mut Warnings,
+    ) -> Result<analytics::BuildAnalytics, Error> {
+        let Analysis {
+            req,
+            cancel,
+            build,
+            id,
+            ccache,
+            history,
+            timing_modified,
+            wanted,
+        } = *self;
         let history = history.map(|h| {
             history::evaluate(
                 h,
-                &build,
+                build,
                 &id.clock,
                 &req.host_name,
                 &id.trace_id,
@@ -239,43 +388,31 @@ fn read_build(
             let graph = req.build_graph.as_deref().and_then(|template| {
                 analytics::build_graph::load(
                     template,
-                    &build,
+                    build,
                     timing_modified,
                     req.limits.max_file_bytes,
-                    &mut warnings,
+                    warnings,
                 )
             });
             cancel.check()?;
-            analytics::analyze_with(&build, &id.clock, graph.as_ref(), &mut warnings)
+            analytics::analyze_with(build, &id.clock, graph.as_ref(), warnings)
         } else {
             analytics::BuildAnalytics::default()
         };
         let analytics = analytics.with_history(history);
+        let ccache_metrics = wanted.metrics && ccache.is_some();
         if ccache_metrics || wanted.build_metrics {
-            let log = ccache.as_ref().filter(|_| wanted.metrics);
-            let build_metrics = wanted.build_metrics.then_some((&build, &analytics));
-            let (bytes, points) = encode_metrics(req, log, build_metrics, &id, &mut warnings);
+            let log = ccache.filter(|_| wanted.metrics);
+            let build_metrics = wanted.build_metrics.then_some((build, &analytics));
+            let (bytes, points) = encode_metrics(req, log, build_metrics, id, warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
         }
         if let Some(facts) = analytics.history().filter(|_| wanted.metrics) {
-            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, &id);
+            output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, id);
         }
-        if wanted.traces {
-            trace = Some(TraceToDo {
-                build,
-                ccache,
-                snapshot: wanted.snapshot,
-                id,
-                out_buffer,
-                analytics,
-                warnings,
-            });
-            return Ok(ReadBuild { trace });
-        }
+        Ok(analytics)
     }
-    output.summary.warnings = warnings.into_lines();
-    Ok(ReadBuild { trace })
 }
 
 /// What identifies one build and places it in time, shared by its trace and
@@ -423,42 +560,46 @@ fn encode_metrics(
 /// The trace in one buffer: the file text's, reserved at 1.25× the file's
 /// size (untouched reserved memory costs nothing; the rest is given back
 /// at the end).
-fn encode_trace(req: &BuildRequest, mut t: TraceToDo, warnings: &mut Warnings) -> (Vec<u8>, TraceStats) {
-    let snapshot = t.ccache.as_ref().filter(|_| t.snapshot);
-    let analytics = std::mem::take(&mut t.analytics);
-    let root_attributes = trace_root_attributes(req, &t.build, t.ccache.as_ref(), &analytics);
-    let extra = snapshot_spans(req, snapshot, &t.id, warnings);
+fn encode_trace(req: &BuildRequest, t: TraceToDo) -> (Vec<u8>, TraceStats, Warnings) {
+    let TraceToDo {
+        build,
+        id,
+        root_attributes,
+        extra,
+        plan,
+        out_buffer,
+        analytics,
+        mut warnings,
+    } = t;
     let input = TraceInput {
-        build: &t.build,
-        clock: &t.id.clock,
-        trace_id: t.id.trace_id,
-        resource: t.id.resource.clone(),
+        build: &build,
+        clock: &id.clock,
+        trace_id: id.trace_id,
+        resource: id.resource.clone(),
         root_attributes,
         max_attribute_len: req.limits.max_attribute_len,
         analytics: Some(&analytics),
         root_span_server: req.root_span_server,
     };
-    let buffer = std::mem::take(&mut t.out_buffer);
-    let encoded = encode_trace_request_into(input, &extra, buffer, warnings);
-    t.build.recycle();
-    encoded
+    let (bytes, stats) = encode_planned_into(input, plan, &extra, out_buffer, &mut warnings);
+    build.recycle();
+    (bytes, stats, warnings)
 }
 
 /// The same trace as [`encode_trace`], its parts moved into a
-/// [`TraceParts`] for [`TraceChunks`].
-fn trace_parts(req: &BuildRequest, t: TraceToDo, warnings: &mut Warnings) -> TraceParts {
+/// [`TraceParts`] for [`TraceChunks`], with its plan and the warnings so far.
+fn trace_parts(req: &BuildRequest, t: TraceToDo) -> (TraceParts, TracePlan, Warnings) {
     let TraceToDo {
         build,
-        ccache,
-        snapshot,
         id,
+        root_attributes,
+        extra,
+        plan,
         analytics,
+        warnings,
         ..
     } = t;
-    let ccache = ccache.as_ref();
-    let root_attributes = trace_root_attributes(req, &build, ccache, &analytics);
-    let extra = snapshot_spans(req, ccache.filter(|_| snapshot), &id, warnings);
-    TraceParts {
+    let parts = TraceParts {
         build,
         clock: id.clock,
         analytics,
@@ -468,7 +609,8 @@ fn trace_parts(req: &BuildRequest, t: TraceToDo, warnings: &mut Warnings) -> Tra
         max_attribute_len: req.limits.max_attribute_len,
         root_span_server: req.root_span_server,
         extra,
-    }
+    };
+    (parts, plan, warnings)
 }
 
 /// The root's attributes: aggregates from the rules and the statslog, the
@@ -587,5 +729,136 @@ pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
     match p.to_string_lossy() {
         Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
         Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    /// An invocation directory of `rules` compile rules with a statslog
+    /// and an outcomes log beside it, holding all that planning counts or
+    /// warns about: unanchored rules, intervals the clock repairs (more
+    /// than the warnings kept), unsupported metadata values — some of them
+    /// `cas.hit`, which the outcomes log replaces with a bool, so a plan
+    /// made before the side files are merged counts other drops.
+    fn large_build(rules: usize) -> (tempfile::TempDir, BuildRequest) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("20261130T034340-7");
+        std::fs::create_dir(&dir).unwrap();
+        let (mut events, mut outcomes, mut statslog) = (Vec::new(), String::new(), String::new());
+        for i in 0..rules {
+            let start = 101.0 + i as f64 * 1e-3;
+            let (start, end) = match i {
+                _ if i % 97 == 0 => (0.0, 1.0),
+                _ if i % 50 == 0 => (start, start - 0.5),
+                _ => (start, 102.0 + (i % 11) as f64 * 0.5),
+            };
+            let metadata = match i % 13 {
+                0 => r#"{"cas.hit": {"x": 1}, "n": 1}"#,
+                1 => r#"{"other": [1, "a"]}"#,
+                _ => r#"{"cas.hit": false}"#,
+            };
+            events.push(format!(
+                r#"{{"name": "r{i}.cpp", "rule_type": "compile", "target": "/o/r{i}.o", "source": "/s/d{}/r{i}.cpp", "start_s": {start}, "end_s": {end}, "metadata": {metadata}}}"#,
+                i % 7
+            ));
+            if i % 13 == 0 {
+                writeln!(outcomes, "/o/r{i}.o\tobj\t{}\t{i}", i % 2).unwrap();
+            }
+            if i % 5 == 0 {
+                writeln!(
+                    statslog,
+                    "# /s/d{}/r{i}.cpp\ndirect_cache_hit\nlocal_storage_hit",
+                    i % 7
+                )
+                .unwrap();
+            }
+        }
+        let doc = format!(
+            r#"{{"timestamp": "2026-11-30T03:43:45+00:00", "start_s": 100.0, "total_elapsed_s": 10.0,
+                "phases": [{{"name": "build_execution", "start_s": 100.5, "end_s": 109.5, "rules": [{}]}}]}}"#,
+            events.join(",")
+        );
+        std::fs::write(dir.join(TIMING_FILE), doc).unwrap();
+        std::fs::write(dir.join("rule_outcomes.log"), outcomes).unwrap();
+        std::fs::write(dir.join("ccache.statslog"), statslog).unwrap();
+        let mut req = BuildRequest::new(&dir, "host");
+        req.outcomes = Some(dir.join("rule_outcomes.log"));
+        req.statslog = Some(dir.join("ccache.statslog"));
+        (tmp, req)
+    }
+
+    fn streamed(req: &BuildRequest, plan_alongside_min_events: usize) -> (Summary, Vec<Vec<u8>>) {
+        let stream = open_build_with(req, &CancelToken::new(), 700, plan_alongside_min_events).unwrap();
+        let chunks = stream.traces.unwrap();
+        let bytes = (0..chunks.len()).map(|k| chunks.chunk(k).unwrap()).collect();
+        (stream.output.summary, bytes)
+    }
+
+    #[test]
+    fn planning_alongside_gives_the_same_bytes() {
+        // Above the threshold: the default plans this build on a second thread.
+        let rules = PLAN_ALONGSIDE_MIN_EVENTS + 1000;
+        let (_tmp, mut req) = large_build(rules);
+        // Rules 0, 97, 194, …
+        let unanchored = rules.div_ceil(97) as u64;
+        let cancel = CancelToken::new();
+        for (metrics_as_spans, build_metrics) in [(false, false), (true, true)] {
+            req.metrics_as_spans = metrics_as_spans;
+            req.build_metrics = build_metrics;
+            let alongside = process_build(&req, &cancel).unwrap();
+            let here = process_build_with(&req, &cancel, usize::MAX).unwrap();
+            let s = &alongside.summary;
+            // Root and phase, and the snapshot span under metrics-as-spans.
+            let spans = rules as u64 - unanchored + 2 + u64::from(metrics_as_spans);
+            assert_eq!(s.spans, spans);
+            assert_eq!(s.unanchored_rules, unanchored);
+            assert!(s.dropped_attributes > 0);
+            assert!(
+                s.warnings.iter().any(|w| w.contains("clamped")),
+                "{:?}",
+                s.warnings
+            );
+            assert!(s.warnings.last().unwrap().ends_with("more warning(s) suppressed"));
+            assert_eq!(alongside.summary, here.summary);
+            assert_eq!(alongside.traces, here.traces);
+            assert_eq!(alongside.metrics, here.metrics);
+            assert!(alongside.metrics.is_some());
+
+            let (summary_alongside, chunks_alongside) = streamed(&req, PLAN_ALONGSIDE_MIN_EVENTS);
+            let (summary_here, chunks_here) = streamed(&req, usize::MAX);
+            assert_eq!(summary_alongside, summary_here);
+            assert_eq!(summary_alongside, alongside.summary);
+            assert_eq!(chunks_alongside, chunks_here);
+        }
+    }
+
+    #[test]
+    fn alongside_runs_aside_on_another_thread_only_when_asked() {
+        let me = std::thread::current().id();
+        let (here, aside) = alongside(
+            true,
+            || std::thread::current().id(),
+            || std::thread::current().id(),
+        );
+        assert_eq!(here, me);
+        assert_ne!(aside, me);
+        let (here, aside) = alongside(
+            false,
+            || std::thread::current().id(),
+            || std::thread::current().id(),
+        );
+        assert_eq!((here, aside), (me, me));
+    }
+
+    #[test]
+    fn a_panic_aside_comes_back_to_the_calling_thread() {
+        // As the FFI's guard catches it: catch_unwind on the calling thread.
+        let caught = std::panic::catch_unwind(|| alongside(true, || panic!("planning failed"), || 1));
+        let payload = caught.unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"planning failed"));
     }
 }
