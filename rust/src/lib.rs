@@ -20,6 +20,7 @@
 pub mod analytics;
 pub mod cancel;
 pub mod cas;
+pub mod cores;
 pub mod error;
 #[allow(unsafe_code)] // the C ABI: raw pointers from Go
 pub mod ffi;

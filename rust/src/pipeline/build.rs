@@ -283,7 +283,7 @@ fn read_build(
     // The build is final from here on, so its trace can be planned; that
     // needs nothing of what this thread computes meanwhile.
     let (done, plan) = alongside(
-        build.event_count() >= plan_alongside_min_events,
+        build.event_count() >= plan_alongside_min_events && crate::cores::second_core(),
         || TracePlan::make(&build, &id.clock, &id.trace_id),
         || {
             let analytics = analysis.run(output, &mut warnings)?;

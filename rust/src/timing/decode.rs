@@ -70,6 +70,9 @@ pub fn decode_owned(
     warnings: &mut Warnings,
 ) -> Result<Build, Error> {
     check_text_len(text, path)?;
+    if !crate::cores::second_core() {
+        return decode(text, path, limits, cancel, warnings);
+    }
     match super::two_halves::decode(text, super::split::MIN_SPLIT_TEXT, limits, cancel) {
         Ok(Some((build, w))) => {
             warnings.extend(w);
