@@ -319,3 +319,127 @@ fn decode_owned_splits_a_large_file_and_gives_the_whole_decode() {
     assert_eq!(got, whole(&text, &Limits::default()));
     assert_eq!(owned, text);
 }
+
+mod random {
+    //! Random builds, randomly damaged: at every cut the split decode
+    //! either declines or gives exactly the whole decode's result.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One rule of a random build: each field present, absent or of a
+    /// wrong type, nested children, metadata of every kind.
+    fn rule() -> impl Strategy<Value = Value> {
+        let name = prop_oneof![
+            40 => "[a-zé/._\\\\\"\\n]{0,12}".prop_map(Value::from),
+            1 => Just(Value::Null),
+            1 => Just(json!(7)),
+            1 => Just(json!(split::MARKER)),
+        ];
+        let number = prop_oneof![
+            40 => (0.0f64..1e4).prop_map(Value::from),
+            1 => Just(json!("x")),
+            1 => Just(Value::Null),
+        ];
+        let meta = prop::collection::vec(
+            (
+                "[a-c.]{1,3}",
+                prop_oneof![
+                    Just(json!(true)),
+                    (-5i64..5).prop_map(Value::from),
+                    "[a-z\u{e9}]{0,4}".prop_map(Value::from),
+                    Just(json!([1, 2])),
+                    Just(json!(["a", "b\u{1F600}"])),
+                    Just(json!([1, "a"])),
+                    Just(json!({"k": 1})),
+                ],
+            ),
+            0..4,
+        );
+        (name, number.clone(), number, meta, any::<u8>()).prop_map(|(name, start, end, meta, kind)| {
+            let mut r = json!({"name": name, "start_s": start, "end_s": end});
+            if kind % 3 != 0 {
+                r["rule_type"] = json!("compile");
+            }
+            if kind % 5 == 1 {
+                r["metadata"] = Value::Object(meta.into_iter().collect());
+            }
+            if kind % 7 == 2 {
+                r["children"] =
+                    json!([{"name": "c", "rule_type": "x", "children": [{"name": "d", "rule_type": "y"}]}]);
+            }
+            if kind == 3 {
+                r = json!(["not", "an", "event"]);
+            }
+            r
+        })
+    }
+
+    /// What damage does to the text at a position.
+    #[derive(Debug, Clone)]
+    enum Damage {
+        Insert(usize, &'static str),
+        Delete(usize),
+    }
+
+    fn damage() -> impl Strategy<Value = Damage> {
+        prop_oneof![
+            (
+                any::<usize>(),
+                prop::sample::select(vec![
+                    " ",
+                    "\n",
+                    "\n        ",
+                    "},\n        {",
+                    "]",
+                    "[",
+                    ",",
+                    "\"",
+                    "0"
+                ])
+            )
+                .prop_map(|(at, s)| Damage::Insert(at, s)),
+            any::<usize>().prop_map(Damage::Delete),
+        ]
+    }
+
+    fn damaged(text: &str, damages: &[Damage]) -> String {
+        let mut bytes = text.as_bytes().to_vec();
+        for d in damages {
+            match *d {
+                Damage::Insert(at, s) => {
+                    let at = at % (bytes.len() + 1);
+                    bytes.splice(at..at, s.bytes());
+                }
+                Damage::Delete(at) if !bytes.is_empty() => {
+                    bytes.remove(at % bytes.len());
+                }
+                Damage::Delete(_) => {}
+            }
+        }
+        // Deleting one byte of a multi-byte character leaves invalid
+        // UTF-8, which the text repair turns into U+FFFD before decoding.
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_cut_declines_or_gives_the_whole_decode(
+            rules in prop::collection::vec(rule(), 0..40),
+            damages in prop::collection::vec(damage(), 0..3),
+            max_events in prop_oneof![4 => Just(u64::MAX), 1 => 1u64..40],
+            max_depth in prop_oneof![4 => Just(Limits::default().max_depth), 1 => 1u32..5],
+        ) {
+            let doc = pretty(&json!({
+                "start_s": 1.0,
+                "phases": [{"name": "p", "rules": rules}, {"name": "q"}],
+            }));
+            let text = damaged(&doc, &damages);
+            let limits = Limits { max_events, max_depth, ..Limits::default() };
+            every_cut_matches(&text, &limits);
+        }
+    }
+}
