@@ -182,12 +182,7 @@ pub(crate) fn encode_planned_into(
     let gap = head(&resource_head, &scope_head, estimate, 0).len();
     buf.clear();
     buf.resize(gap, 0);
-    let TracePlan {
-        plan,
-        mut stats,
-        warnings: planned,
-    } = plan;
-    warnings.extend(planned);
+    let (plan, mut stats) = plan.take(warnings);
     SpanEncoder::of(&input).encode(&plan.spans, 0..plan.spans.len(), &mut buf);
     let spans_len = buf.len() - gap;
     // Further ScopeSpans follow the first one inside the ResourceSpans
@@ -315,6 +310,13 @@ impl TracePlan {
             stats,
             warnings,
         }
+    }
+
+    /// The plan and its counts, its warnings appended to `warnings` (after
+    /// those pushed since it was made, as when the encoder plans).
+    fn take(self, warnings: &mut Warnings) -> (Plan, TraceStats) {
+        warnings.extend(self.warnings);
+        (self.plan, self.stats)
     }
 }
 
@@ -603,12 +605,7 @@ impl TraceChunks {
         max_spans: usize,
         warnings: &mut Warnings,
     ) -> Self {
-        let TracePlan {
-            plan,
-            mut stats,
-            warnings: planned,
-        } = plan;
-        warnings.extend(planned);
+        let (plan, mut stats) = plan.take(warnings);
         let extra_spans: usize = parts.extra.iter().map(|ss| ss.spans.len()).sum();
         stats.spans += extra_spans as u64;
         let resource_head = ResourceSpans {

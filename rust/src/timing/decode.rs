@@ -69,10 +69,12 @@ pub fn decode_owned(
     cancel: &CancelToken,
     warnings: &mut Warnings,
 ) -> Result<Build, Error> {
-    check_text_len(text, path)?;
-    if !crate::cores::second_core() {
+    // Size first: asking for the CPUs reads cgroup files, which no small
+    // build should pay for.
+    if text.len() < super::split::MIN_SPLIT_TEXT || !crate::cores::second_core() {
         return decode(text, path, limits, cancel, warnings);
     }
+    check_text_len(text, path)?;
     match super::two_halves::decode(text, super::split::MIN_SPLIT_TEXT, limits, cancel) {
         Ok(Some((build, w))) => {
             warnings.extend(w);
@@ -305,16 +307,16 @@ impl<'c> Decoder<'c> {
     /// Called by an events array after each element: notes the cut when
     /// that element was the marker.
     fn after_element(&mut self, last: u32, index: u32, depth: u32) {
-        let events_before = self.build.events.len();
-        if let Some(split) = self.split.as_mut().filter(|s| s.pending) {
-            split.pending = false;
-            split.cut = (last != NO_EVENT).then_some(Cut {
-                last,
-                index,
-                depth,
-                events_before,
-            });
-        }
+        let Some(split) = self.split.as_mut().filter(|s| s.pending) else {
+            return;
+        };
+        split.pending = false;
+        split.cut = (last != NO_EVENT).then_some(Cut {
+            last,
+            index,
+            depth,
+            events_before: self.build.events.len(),
+        });
     }
     /// Accounts for one more event at `depth` (phases are depth 1).
     fn enter_event<E: de::Error>(&mut self, depth: u32) -> Result<(), E> {
