@@ -30,7 +30,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build check-docs rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -118,7 +118,14 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
+## check-docs: every relative link and anchor of the *.md files, the README's layout tree
+## against git ls-files, the code's citations of docs/ sections, the README's length
+## (tests/tools/check_docs.py; stdlib Python only), then the checker's own tests
+check-docs:
+	python3 tests/tools/check_docs.py
+	python3 tests/tools/check_docs.py --self-test
+
+test: check-docs check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)
