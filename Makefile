@@ -386,3 +386,13 @@ dashboard-picture: collector venv-picture deps-prometheus
 	CT_DASHBOARD_PICTURE=$(abspath deploy/grafana/panels.png) OTELCOL_BIN=$(abspath $(COLLECTOR)) \
 	  $(PYTHON) -m pytest -q tests/prometheus
 # --- end dashboard ---
+
+# --- semconv conformance ---
+## test-semconv: the receiver's OTLP against the OpenTelemetry semantic-conventions
+## registry, read from the pinned otel Go module (tests/semconv/README.md): the
+## checker's own tests, then every corpus build's ct-otel-dump output through it
+.PHONY: test-semconv
+test-semconv: ct-otel-dump
+	cd tests/semconv && go test ./...
+	tests/semconv/check-corpus.sh $(abspath $(CT_OTEL_DUMP)) ../shared/corpus/cases $(BUILD_DIR)/semconv
+# --- end semconv ---

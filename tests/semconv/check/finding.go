@@ -1,0 +1,32 @@
+// Package check holds the conformance rules: each takes OTLP from the
+// otlp package and the registry facts from the registry package.
+package check
+
+import "fmt"
+
+type Severity string
+
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// Finding is one breach of a rule at one place. Message names no place,
+// so that the same breach at many places reads as one line when grouped.
+type Finding struct {
+	Severity Severity
+	Rule     string // short, stable id: see the rules' files
+	Where    string // e.g. `line 1 span "compile.x"`
+	Message  string
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s [%s] %s: %s", f.Severity, f.Rule, f.Where, f.Message)
+}
+
+// findings collects the findings of one line.
+type findings []Finding
+
+func (fs *findings) add(sev Severity, rule, where, format string, args ...any) {
+	*fs = append(*fs, Finding{Severity: sev, Rule: rule, Where: where, Message: fmt.Sprintf(format, args...)})
+}
