@@ -87,7 +87,7 @@ func (r *compiletoolsReceiver) consumeMetrics(ctx context.Context, md pmetric.Me
 		return nil // everything in it is disabled
 	}
 	if r.cumulative != nil {
-		return r.cumulative.deliver(md, func(md pmetric.Metrics) error { return r.sendMetrics(ctx, md) })
+		return r.cumulative.Deliver(md, func(md pmetric.Metrics) error { return r.sendMetrics(ctx, md) })
 	}
 	return r.sendMetrics(ctx, md)
 }

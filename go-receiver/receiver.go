@@ -18,6 +18,7 @@ import (
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/cumulative"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
@@ -38,9 +39,9 @@ type compiletoolsReceiver struct {
 	obsMetrics *receiverhelper.ObsReport
 	// metricSwitches drop the metrics and resource attributes the
 	// configuration disables; cumulative, when set, sums the series the
-	// host's builds share (metrics_cumulative.go).
+	// host's builds share (internal/cumulative).
 	metricSwitches metricSwitches
-	cumulative     *cumulativeTotals
+	cumulative     *cumulative.Totals
 	logs           consumer.Logs
 	obsLogs        *receiverhelper.ObsReport
 
@@ -87,8 +88,18 @@ func newReceiver(cfg *Config, set receiver.Settings, onStop func()) *compiletool
 		now:    time.Now,
 
 		metricSwitches: newMetricSwitches(cfg),
-		cumulative:     newCumulativeTotalsFor(cfg),
+		cumulative:     cumulativeTotalsFor(cfg),
 	}
+}
+
+// cumulativeTotalsFor is the totals the configuration asks for: none
+// with per-build identity (each build is its own cumulative series already)
+// or with delta temporality.
+func cumulativeTotalsFor(cfg *Config) *cumulative.Totals {
+	if cfg.PerBuildMetricIdentity || cfg.MetricsTemporality == MetricsTemporalityDelta {
+		return nil
+	}
+	return cumulative.New()
 }
 
 func (r *compiletoolsReceiver) newObsReport() (*receiverhelper.ObsReport, error) {
