@@ -137,7 +137,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		VCS:            open.vcs,
 		PipelineName:   r.pipelineName(b, open.workTree),
 		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
-		History:        r.history.handle(),
+		History:        r.history.Handle(),
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
 		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),

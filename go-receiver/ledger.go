@@ -16,6 +16,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/gitsha"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/history"
 )
 
 // checkpointTimeout bounds a checkpoint write that happens while shutting
@@ -42,7 +43,7 @@ type buildLedger struct {
 	// the build is then remembered in memory only, so the log's error is
 	// not the only trace of it on a host whose logs are sampled.
 	writeFailed func(context.Context)
-	history     *buildHistory // nil: disabled; committed to as builds settle
+	history     *history.Keeper // nil: disabled; committed to as builds settle
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
@@ -273,7 +274,7 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 			l.writeFailed(wctx)
 		}
 	}
-	l.history.settled(wctx, b.Dir)
+	l.history.Settled(wctx, b.Dir)
 	l.mu.Lock()
 	delete(l.open, b.Dir)
 	l.mu.Unlock()

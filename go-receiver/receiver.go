@@ -21,6 +21,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/cumulative"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/history"
 )
 
 // compiletoolsReceiver polls the configured directories and sends every
@@ -52,7 +53,7 @@ type compiletoolsReceiver struct {
 	capturer  *capture.Capturer
 	live      *liveCapture
 	telemetry *selfTelemetry
-	history   *buildHistory // nil: history disabled
+	history   *history.Keeper // nil: history disabled
 	// tracker follows running builds for the logs signal (live.go); nil
 	// without a logs pipeline or with live.enabled false.
 	tracker *liveTracker
@@ -216,9 +217,12 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
 	r.ledger.writeFailed = func(ctx context.Context) { r.telemetry.ReceiverCompiletoolsCheckpointWriteFailures.Add(ctx, 1) }
-	if r.history, err = openHistory(ctx, r.cfg.History, store, r.logger); err != nil {
-		_ = store.Close(ctx)
-		return err
+	if r.cfg.History.Enabled {
+		opts := history.Options{MaxTargets: r.cfg.History.MaxTargets, MedianOf: r.cfg.History.MedianOf}
+		if r.history, err = history.Open(ctx, opts, store, r.logger); err != nil {
+			_ = store.Close(ctx)
+			return err
+		}
 	}
 	r.ledger.history = r.history
 	if err := r.setUpLiveTracker(ctx, host); err != nil {
@@ -282,7 +286,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			}
 		}
 		r.telemetry.shutdown()
-		r.history.close()
+		r.history.Close()
 		err = errors.Join(r.ledger.close(ctx), r.tracker.close(ctx))
 	})
 	return err
