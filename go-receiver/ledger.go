@@ -34,7 +34,7 @@ const checkpointTimeout = 5 * time.Second
 type buildLedger struct {
 	store     *checkpoint.Store
 	capturer  *capture.Capturer // nil: capture disabled
-	live      *liveCapture      // nil: no file watches
+	watcher   *capture.Watcher  // nil: no file watches
 	retry     configretry.BackOffConfig
 	gitCommit GitCommitConfig
 	logger    *zap.Logger
@@ -77,11 +77,11 @@ const (
 	problemSideFile                            // a side file is a symlink, FIFO, directory…
 )
 
-func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, live *liveCapture, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {
+func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, watcher *capture.Watcher, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {
 	return &buildLedger{
 		store:        store,
 		capturer:     capturer,
-		live:         live,
+		watcher:      watcher,
 		retry:        cfg.RetryOnFailure,
 		gitCommit:    cfg.GitCommit,
 		logger:       logger,
@@ -278,8 +278,8 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 	l.mu.Lock()
 	delete(l.open, b.Dir)
 	l.mu.Unlock()
-	if l.live != nil {
-		l.live.forgetBuild(b.Dir)
+	if l.watcher != nil {
+		l.watcher.ForgetBuild(b.Dir)
 	}
 	if l.capturer != nil {
 		_ = l.capturer.Release(b.Dir)

@@ -41,8 +41,8 @@ func pollableReceiverWith(t testing.TB, cfg *Config, next consumer.Traces, set r
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if r.live != nil {
-			_ = r.live.w.Close()
+		if r.captureWatcher != nil {
+			_ = r.captureWatcher.Close()
 		}
 		r.telemetry.shutdown()
 		_ = r.ledger.close(context.Background())

@@ -52,19 +52,13 @@ type liveTracker struct {
 	haveScan bool
 	warned   map[string]bool
 	metrics  liveMetrics
-	// born and nudges come from the file watches (watch.go): a new
+	// born and nudges come from the file watches (capture.Watcher): a new
 	// invocation directory, a running build's statslog written.
 	born     chan string
 	nudges   chan struct{}
 	lastTick time.Time
 	// held are the open files of followed builds (liveFile.held), by path.
 	held map[string]heldFile
-}
-
-// liveListener is what the file watches tell the tracker.
-type liveListener interface {
-	buildAppeared(dir string)
-	statslogGrew()
 }
 
 // minTickGap bounds how often watch events make the tracker read: a burst
@@ -103,8 +97,8 @@ func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host compon
 		held:    map[string]heldFile{},
 		nudges:  make(chan struct{}, 1),
 	}
-	if r.live != nil {
-		r.live.grown = r.tracker
+	if r.captureWatcher != nil {
+		r.captureWatcher.SetListener(r.tracker)
 	}
 	return nil
 }
@@ -175,17 +169,17 @@ func (t *liveTracker) run(ctx context.Context) {
 	}
 }
 
-// buildAppeared: a new invocation directory (from the watch goroutine;
+// BuildAppeared: a new invocation directory (from the watch goroutine;
 // never blocks: a full queue leaves the build to the next poll).
-func (t *liveTracker) buildAppeared(dir string) {
+func (t *liveTracker) BuildAppeared(dir string) {
 	select {
 	case t.born <- dir:
 	default:
 	}
 }
 
-// statslogGrew: a running build's statslog was written (never blocks).
-func (t *liveTracker) statslogGrew() {
+// StatslogGrew: a running build's statslog was written (never blocks).
+func (t *liveTracker) StatslogGrew() {
 	select {
 	case t.nudges <- struct{}{}:
 	default:

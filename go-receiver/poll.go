@@ -63,10 +63,10 @@ func (r *compiletoolsReceiver) releaseIdleMemory() {
 // followRunning watches the diagnostics parents and running builds and
 // captures the transient files that exist now.
 func (r *compiletoolsReceiver) followRunning(ctx context.Context, scan discovery.Scan) {
-	if r.live != nil {
-		r.live.watchParents(scan.Parents)
+	if r.captureWatcher != nil {
+		r.captureWatcher.WatchParents(scan.Parents)
 		for _, dir := range scan.Running {
-			r.live.watchBuild(dir)
+			r.captureWatcher.WatchBuild(dir)
 		}
 	}
 	if r.capturer == nil {

@@ -47,13 +47,15 @@ type compiletoolsReceiver struct {
 	obsLogs        *receiverhelper.ObsReport
 
 	// Set up in Start.
-	hostName  string
-	budget    *parseBudget
-	ledger    *buildLedger
-	capturer  *capture.Capturer
-	live      *liveCapture
-	telemetry *selfTelemetry
-	history   *history.Keeper // nil: history disabled
+	hostName string
+	budget   *parseBudget
+	ledger   *buildLedger
+	capturer *capture.Capturer
+	// captureWatcher captures transient files as the file watches see
+	// them (nil: capture disabled or watches unavailable).
+	captureWatcher *capture.Watcher
+	telemetry      *selfTelemetry
+	history        *history.Keeper // nil: history disabled
 	// tracker follows running builds for the logs signal (live.go); nil
 	// without a logs pipeline or with live.enabled false.
 	tracker *liveTracker
@@ -66,13 +68,13 @@ type compiletoolsReceiver struct {
 	// once: an unreadable shard stays unreadable scan after scan.
 	casWarned map[string]map[string]bool
 
-	startOnce sync.Once
-	stopOnce  sync.Once
-	cancel    context.CancelFunc
-	done      chan struct{}
-	casDone   chan struct{}
-	liveDone  chan struct{}
-	trackDone chan struct{}
+	startOnce        sync.Once
+	stopOnce         sync.Once
+	cancel           context.CancelFunc
+	done             chan struct{}
+	casDone          chan struct{}
+	captureWatchDone chan struct{}
+	trackDone        chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -148,11 +150,11 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
-	if r.live != nil {
-		r.liveDone = make(chan struct{})
+	if r.captureWatcher != nil {
+		r.captureWatchDone = make(chan struct{})
 		go func() {
-			defer close(r.liveDone)
-			r.live.run(runCtx)
+			defer close(r.captureWatchDone)
+			r.captureWatcher.Run(runCtx)
 		}()
 	}
 	if r.tracker != nil {
@@ -206,16 +208,16 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		return err
 	}
 	if r.capturer != nil {
-		live, err := newLiveCapture(r.capturer, r.logger, func(n int) {
+		watcher, err := capture.NewWatcher(r.capturer, r.logger, func(n int) {
 			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(context.Background(), int64(n))
 		})
 		if err != nil {
 			r.logger.Warn("file watches unavailable; capturing transient files by polling only", zap.Error(err))
 		}
-		r.live = live
+		r.captureWatcher = watcher
 	}
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
-	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
+	r.ledger = newBuildLedger(store, r.capturer, r.captureWatcher, r.cfg, r.logger, r.now)
 	r.ledger.writeFailed = func(ctx context.Context) { r.telemetry.ReceiverCompiletoolsCheckpointWriteFailures.Add(ctx, 1) }
 	if r.cfg.History.Enabled {
 		opts := history.Options{MaxTargets: r.cfg.History.MaxTargets, MedianOf: r.cfg.History.MedianOf}
@@ -274,7 +276,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone, r.trackDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.captureWatchDone, r.trackDone} {
 			if done == nil {
 				continue
 			}

@@ -1,4 +1,4 @@
-package compiletoolsreceiver
+package capture
 
 import (
 	"context"
@@ -8,39 +8,53 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
 
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 )
 
-// liveCapture reacts to ct-cake's transient files the moment they appear.
+// Watcher reacts to ct-cake's transient files the moment they appear.
 // A short build (a no-op, say) can create its auto statslog and delete it
 // between two polls; inotify closes that gap. Polling still captures too,
 // so a missed or overflowed event costs nothing but the speed-up.
-type liveCapture struct {
+type Watcher struct {
 	w        *fsnotify.Watcher
-	capturer *capture.Capturer
+	capturer *Capturer
 	logger   *zap.Logger
 	onNew    func(n int)
-	// grown, when set (live.go), hears of new invocation directories and
-	// of writes to a running build's statslog, so live records need not
-	// wait for the next interval. Set before the watch goroutine starts.
-	grown liveListener
+	// grown, when set (the live-build follower), hears of new invocation
+	// directories and of writes to a running build's statslog, so live
+	// records need not wait for the next interval. Set before Run.
+	grown Listener
 
 	mu      sync.Mutex
 	parents map[string]bool
 	builds  map[string]bool
 }
 
-func newLiveCapture(c *capture.Capturer, logger *zap.Logger, onNew func(int)) (*liveCapture, error) {
+// Listener hears of new invocation directories (BuildAppeared) and of
+// writes to a running build's statslog (StatslogGrew); neither may block.
+type Listener interface {
+	BuildAppeared(dir string)
+	StatslogGrew()
+}
+
+// NewWatcher makes the file watches that capture into c; onNew, if set,
+// hears how many files each capture took.
+func NewWatcher(c *Capturer, logger *zap.Logger, onNew func(int)) (*Watcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
-	return &liveCapture{w: w, capturer: c, logger: logger, onNew: onNew, parents: map[string]bool{}, builds: map[string]bool{}}, nil
+	return &Watcher{w: w, capturer: c, logger: logger, onNew: onNew, parents: map[string]bool{}, builds: map[string]bool{}}, nil
 }
 
-// watchParents adds every diagnostics parent found by a poll.
-func (l *liveCapture) watchParents(parents []string) {
+// SetListener sets grown; call it before Run.
+func (l *Watcher) SetListener(grown Listener) { l.grown = grown }
+
+// Close ends the watches of a Watcher never run (Run closes them itself).
+func (l *Watcher) Close() error { return l.w.Close() }
+
+// WatchParents adds every diagnostics parent found by a poll.
+func (l *Watcher) WatchParents(parents []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range parents {
@@ -53,8 +67,8 @@ func (l *liveCapture) watchParents(parents []string) {
 	}
 }
 
-// watchBuild watches a running build's directory.
-func (l *liveCapture) watchBuild(dir string) {
+// WatchBuild watches a running build's directory.
+func (l *Watcher) WatchBuild(dir string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.builds[dir] {
@@ -64,8 +78,8 @@ func (l *liveCapture) watchBuild(dir string) {
 	}
 }
 
-// forgetBuild stops watching a settled build.
-func (l *liveCapture) forgetBuild(dir string) {
+// ForgetBuild stops watching a settled build.
+func (l *Watcher) ForgetBuild(dir string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.builds[dir] {
@@ -74,7 +88,7 @@ func (l *liveCapture) forgetBuild(dir string) {
 	}
 }
 
-func (l *liveCapture) observe(dir string) {
+func (l *Watcher) observe(dir string) {
 	n, err := l.capturer.Observe(dir)
 	if n > 0 && l.onNew != nil {
 		l.onNew(n)
@@ -84,8 +98,8 @@ func (l *liveCapture) observe(dir string) {
 	}
 }
 
-// run handles events until ctx ends, then closes the watcher.
-func (l *liveCapture) run(ctx context.Context) {
+// Run handles events until ctx ends, then closes the watches.
+func (l *Watcher) Run(ctx context.Context) {
 	defer l.w.Close()
 	for {
 		select {
@@ -105,7 +119,7 @@ func (l *liveCapture) run(ctx context.Context) {
 	}
 }
 
-func (l *liveCapture) handle(ev fsnotify.Event) {
+func (l *Watcher) handle(ev fsnotify.Event) {
 	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write) {
 		return
 	}
@@ -115,16 +129,16 @@ func (l *liveCapture) handle(ev fsnotify.Event) {
 	inBuild, inParent := l.builds[dir], l.parents[dir]
 	l.mu.Unlock()
 	switch {
-	case inBuild && (name == capture.Statslog || name == capture.Outcomes):
+	case inBuild && (name == Statslog || name == Outcomes):
 		l.observe(dir)
-		if name == capture.Statslog && l.grown != nil {
-			l.grown.statslogGrew()
+		if name == Statslog && l.grown != nil {
+			l.grown.StatslogGrew()
 		}
 	case inParent && ev.Has(fsnotify.Create) && discovery.IsInvocationDirName(name):
-		l.watchBuild(ev.Name)
+		l.WatchBuild(ev.Name)
 		l.observe(ev.Name) // files created before the watch existed
 		if l.grown != nil {
-			l.grown.buildAppeared(ev.Name)
+			l.grown.BuildAppeared(ev.Name)
 		}
 	}
 }
