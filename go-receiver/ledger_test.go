@@ -142,35 +142,6 @@ func TestLedgerForgetsFailingBuildsOnceSettledOrRemoved(t *testing.T) {
 	}
 }
 
-// A CAS pool that cannot be listed is warned about once while it fails;
-// once it lists again it is forgotten, so failing anew warns anew.
-func TestCASPoolProblemIsForgottenWhenThePoolIsBack(t *testing.T) {
-	pool := filepath.Join(t.TempDir(), "cas-objdir")
-	cfg := testConfig(t.TempDir())
-	cfg.CAS.Pools = []CASStore{{Kind: "obj", Path: pool}}
-	r, logs := pollableReceiver(t, cfg, new(consumertest.TracesSink))
-	warnings := func() int { return logs.FilterMessage("cannot list CAS pool").Len() }
-
-	r.casGroups()
-	r.casGroups()
-	if got := warnings(); got != 1 {
-		t.Fatalf("want one warning for the missing pool, got %d", got)
-	}
-	if err := os.MkdirAll(filepath.Join(pool, "gcc.debug"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if groups := r.casGroups(); len(groups) != 1 {
-		t.Fatalf("want the pool's one variant, got %v", groups)
-	}
-	if err := os.RemoveAll(pool); err != nil {
-		t.Fatal(err)
-	}
-	r.casGroups()
-	if got := warnings(); got != 2 {
-		t.Fatalf("want a new warning when the pool fails again after it was back, got %d warnings in all", got)
-	}
-}
-
 // A clock stepped back puts timing.json in the future. A statslog its
 // ct-cake left behind must still hold the build only settle_timeout, counted
 // from when the receiver first saw it, not until the clock catches up.

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/casscan"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/cumulative"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
@@ -61,12 +62,9 @@ type compiletoolsReceiver struct {
 	tracker *liveTracker
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
-	// casFailingPools are the CAS pools whose listing failed and was
-	// logged, until it works again; used by the CAS goroutine only.
-	casFailingPools map[string]bool
-	// casWarned are the warnings of each variant's last CAS scan, logged
-	// once: an unreadable shard stays unreadable scan after scan.
-	casWarned map[string]map[string]bool
+	// casScanner scans the CAS stores on their schedule (nil: no store
+	// or pool configured).
+	casScanner *casscan.Scanner
 
 	startOnce        sync.Once
 	stopOnce         sync.Once
@@ -165,9 +163,12 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 		}()
 	}
 	go r.run(runCtx)
-	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
+	if r.casScanner != nil {
 		r.casDone = make(chan struct{})
-		go r.runCAS(runCtx)
+		go func() {
+			defer close(r.casDone)
+			r.casScanner.Run(runCtx)
+		}()
 	}
 	return nil
 }
@@ -232,9 +233,48 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		return err
 	}
 	r.firstPoll = true
-	r.casFailingPools = map[string]bool{}
-	r.casWarned = map[string]map[string]bool{}
+	r.casScanner = r.newCASScanner()
 	return nil
+}
+
+// newCASScanner prepares the scheduled CAS scans, if any store or pool is
+// configured.
+func (r *compiletoolsReceiver) newCASScanner() *casscan.Scanner {
+	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) == 0 {
+		return nil
+	}
+	stores := func(in []CASStore) []casscan.Store {
+		out := make([]casscan.Store, 0, len(in))
+		for _, st := range in {
+			out = append(out, casscan.Store{Kind: st.Kind, Path: st.Path})
+		}
+		return out
+	}
+	return casscan.New(casscan.Options{
+		Stores:             stores(r.cfg.CAS.Stores),
+		Pools:              stores(r.cfg.CAS.Pools),
+		InitialDelay:       r.cfg.CAS.InitialDelay,
+		ScanInterval:       r.cfg.CAS.ScanInterval,
+		Timeout:            r.cfg.CAS.Timeout,
+		MaxThreads:         r.cfg.CAS.MaxThreads,
+		AsSpans:            r.cfg.MetricsAsSpans,
+		HostName:           r.hostName,
+		ServiceName:        r.cfg.ServiceName,
+		ResourceAttributes: r.userAttributes(),
+	}, casscan.Settings{
+		Logger: r.logger,
+		Now:    r.now,
+		Telemetry: casscan.Telemetry{
+			ScanDuration: r.telemetry.ReceiverCompiletoolsCasScanDuration,
+			ScanErrors:   r.telemetry.ReceiverCompiletoolsCasScanErrors,
+			Anomalies:    r.telemetry.ReceiverCompiletoolsCasAnomalies,
+		},
+		Consumed: r.consumedSignals,
+		Consume: func(ctx context.Context, want ffi.Signals, out ffi.Output) error {
+			_, tracesErr, metricsErr := r.consume(ctx, want, out, traceProgress{})
+			return errors.Join(tracesErr, metricsErr)
+		},
+	})
 }
 
 // openStore opens the configured storage extension's client, or a memory store.
