@@ -31,7 +31,7 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 		}
 	}
 	r.followRunning(ctx, scan)
-	r.tracker.offer(scan.Running)
+	r.liveBuilds.Offer(scan.Running)
 	if r.firstPoll {
 		r.firstPoll = false
 		if r.cfg.StartAt == StartAtEnd && !r.ledger.hasCheckpoints() {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
@@ -23,6 +24,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/history"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/livebuilds"
 )
 
 // compiletoolsReceiver polls the configured directories and sends every
@@ -57,9 +59,10 @@ type compiletoolsReceiver struct {
 	captureWatcher *capture.Watcher
 	telemetry      *selfTelemetry
 	history        *history.Keeper // nil: history disabled
-	// tracker follows running builds for the logs signal (live.go); nil
-	// without a logs pipeline or with live.enabled false.
-	tracker *liveTracker
+	// liveBuilds follows running builds for the logs signal
+	// (internal/livebuilds); nil without a logs pipeline or with
+	// live.enabled false.
+	liveBuilds *livebuilds.Tracker
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
 	// casScanner scans the CAS stores on their schedule (nil: no store
@@ -72,7 +75,7 @@ type compiletoolsReceiver struct {
 	done             chan struct{}
 	casDone          chan struct{}
 	captureWatchDone chan struct{}
-	trackDone        chan struct{}
+	liveBuildsDone   chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -133,6 +136,19 @@ func (r *compiletoolsReceiver) setMetricsConsumer(next consumer.Metrics) error {
 	return nil
 }
 
+// setLogsConsumer registers the logs consumer (the live records).
+func (r *compiletoolsReceiver) setLogsConsumer(next consumer.Logs) error {
+	if r.logs != nil {
+		return errConsumerTwice
+	}
+	obs, err := r.newObsReport()
+	if err != nil {
+		return err
+	}
+	r.logs, r.obsLogs = next, obs
+	return nil
+}
+
 // Start checks the Rust core, loads checkpoints and starts polling in the
 // background; it never blocks on scanning. Starting twice is a no-op.
 func (r *compiletoolsReceiver) Start(ctx context.Context, host component.Host) error {
@@ -155,11 +171,11 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 			r.captureWatcher.Run(runCtx)
 		}()
 	}
-	if r.tracker != nil {
-		r.trackDone = make(chan struct{})
+	if r.liveBuilds != nil {
+		r.liveBuildsDone = make(chan struct{})
 		go func() {
-			defer close(r.trackDone)
-			r.tracker.run(runCtx)
+			defer close(r.liveBuildsDone)
+			r.liveBuilds.Run(runCtx)
 		}()
 	}
 	go r.run(runCtx)
@@ -302,6 +318,75 @@ func (r *compiletoolsReceiver) openStore(ctx context.Context, host component.Hos
 	return store, nil
 }
 
+// setUpLiveTracker creates the live-build follower when the receiver is
+// in a logs pipeline and live.enabled is on.
+func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host component.Host) error {
+	if r.logs == nil || !r.cfg.Live.Enabled {
+		return nil
+	}
+	client, err := r.openLiveStateClient(ctx, host)
+	if err != nil {
+		return err
+	}
+	var consumeMetrics func(context.Context, pmetric.Metrics) error
+	if r.metrics != nil {
+		consumeMetrics = r.consumeMetrics
+	}
+	r.liveBuilds, err = livebuilds.New(ctx, client, livebuilds.Options{
+		Interval:           r.cfg.Live.Interval,
+		MaxRecordsPerBuild: r.cfg.Live.MaxRecordsPerBuild,
+		AbandonAfter:       r.cfg.Live.AbandonAfter,
+		AbandonWhenPIDGone: r.cfg.Live.AbandonWhenPIDGone,
+		Files:              r.cfg.Live.trackerFiles(),
+		Exclude:            r.cfg.Exclude,
+		HostName:           r.hostName,
+		ServiceName:        r.cfg.ServiceName,
+		ResourceAttributes: r.userAttributes(),
+		MaxAttributeLen:    uint32(r.cfg.Limits.MaxAttributeLength),
+		MetricsEvery:       r.cfg.PollInterval,
+	}, livebuilds.Settings{
+		Logger:           r.logger,
+		Now:              r.now,
+		Capturer:         r.capturer,
+		Checkpoints:      r.ledger.store,
+		ExplicitStatslog: r.cfg.mappedStatslog,
+		ConsumeLogs:      r.consumeLogs,
+		ConsumeMetrics:   consumeMetrics,
+	})
+	if err != nil { // only a saved state that could not be read
+		if client != nil {
+			_ = client.Close(ctx)
+		}
+		return fmt.Errorf("compiletools receiver: storage %q (live): %w", r.cfg.Storage, err)
+	}
+	if r.captureWatcher != nil {
+		r.captureWatcher.SetListener(r.liveBuilds)
+	}
+	return nil
+}
+
+// openLiveStateClient opens the storage extension's client "live", beside
+// the build checkpoints, for the live builds' state (nil without storage:
+// the state is kept in memory).
+func (r *compiletoolsReceiver) openLiveStateClient(ctx context.Context, host component.Host) (storage.Client, error) {
+	if r.cfg.Storage == nil {
+		return nil, nil
+	}
+	ext, ok := host.GetExtensions()[*r.cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("compiletools receiver: storage extension %q not found", r.cfg.Storage)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("compiletools receiver: extension %q is not a storage extension", r.cfg.Storage)
+	}
+	client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "live")
+	if err != nil {
+		return nil, fmt.Errorf("compiletools receiver: storage %q (live): %w", r.cfg.Storage, err)
+	}
+	return client, nil
+}
+
 // Shutdown stops polling, cancels a parse in flight in the core, waits for
 // the workers within ctx and closes the storage client. Safe before Start
 // and when repeated.
@@ -316,7 +401,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone, r.captureWatchDone, r.trackDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.captureWatchDone, r.liveBuildsDone} {
 			if done == nil {
 				continue
 			}
@@ -329,7 +414,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 		}
 		r.telemetry.shutdown()
 		r.history.Close()
-		err = errors.Join(r.ledger.close(ctx), r.tracker.close(ctx))
+		err = errors.Join(r.ledger.close(ctx), r.liveBuilds.Close(ctx))
 	})
 	return err
 }
