@@ -16,7 +16,7 @@ import (
 // between two polls; inotify closes that gap. Polling still captures too,
 // so a missed or overflowed event costs nothing but the speed-up.
 type Watcher struct {
-	w        *fsnotify.Watcher
+	fsw      *fsnotify.Watcher
 	capturer *Capturer
 	logger   *zap.Logger
 	onNew    func(n int)
@@ -44,101 +44,101 @@ func NewWatcher(c *Capturer, logger *zap.Logger, onNew func(int)) (*Watcher, err
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{w: w, capturer: c, logger: logger, onNew: onNew, parents: map[string]bool{}, builds: map[string]bool{}}, nil
+	return &Watcher{fsw: w, capturer: c, logger: logger, onNew: onNew, parents: map[string]bool{}, builds: map[string]bool{}}, nil
 }
 
 // SetListener sets grown; call it before Run.
-func (l *Watcher) SetListener(grown Listener) { l.grown = grown }
+func (w *Watcher) SetListener(grown Listener) { w.grown = grown }
 
 // Close ends the watches of a Watcher never run (Run closes them itself).
-func (l *Watcher) Close() error { return l.w.Close() }
+func (w *Watcher) Close() error { return w.fsw.Close() }
 
 // WatchParents adds every diagnostics parent found by a poll.
-func (l *Watcher) WatchParents(parents []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (w *Watcher) WatchParents(parents []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, p := range parents {
-		if l.parents[p] {
+		if w.parents[p] {
 			continue
 		}
-		if err := l.w.Add(p); err == nil {
-			l.parents[p] = true
+		if err := w.fsw.Add(p); err == nil {
+			w.parents[p] = true
 		}
 	}
 }
 
 // WatchBuild watches a running build's directory.
-func (l *Watcher) WatchBuild(dir string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.builds[dir] {
-		if err := l.w.Add(dir); err == nil {
-			l.builds[dir] = true
+func (w *Watcher) WatchBuild(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.builds[dir] {
+		if err := w.fsw.Add(dir); err == nil {
+			w.builds[dir] = true
 		}
 	}
 }
 
 // ForgetBuild stops watching a settled build.
-func (l *Watcher) ForgetBuild(dir string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.builds[dir] {
-		_ = l.w.Remove(dir)
-		delete(l.builds, dir)
+func (w *Watcher) ForgetBuild(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.builds[dir] {
+		_ = w.fsw.Remove(dir)
+		delete(w.builds, dir)
 	}
 }
 
-func (l *Watcher) observe(dir string) {
-	n, err := l.capturer.Observe(dir)
-	if n > 0 && l.onNew != nil {
-		l.onNew(n)
+func (w *Watcher) observe(dir string) {
+	n, err := w.capturer.Observe(dir)
+	if n > 0 && w.onNew != nil {
+		w.onNew(n)
 	}
 	if err != nil {
-		l.logger.Debug("live capture failed; polling will retry", zap.String("path", dir), zap.Error(err))
+		w.logger.Debug("live capture failed; polling will retry", zap.String("path", dir), zap.Error(err))
 	}
 }
 
 // Run handles events until ctx ends, then closes the watches.
-func (l *Watcher) Run(ctx context.Context) {
-	defer l.w.Close()
+func (w *Watcher) Run(ctx context.Context) {
+	defer w.fsw.Close()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case err, ok := <-l.w.Errors:
+		case err, ok := <-w.fsw.Errors:
 			if !ok {
 				return
 			}
-			l.logger.Debug("file watch error; polling continues", zap.Error(err))
-		case ev, ok := <-l.w.Events:
+			w.logger.Debug("file watch error; polling continues", zap.Error(err))
+		case ev, ok := <-w.fsw.Events:
 			if !ok {
 				return
 			}
-			l.handle(ev)
+			w.handle(ev)
 		}
 	}
 }
 
-func (l *Watcher) handle(ev fsnotify.Event) {
+func (w *Watcher) handle(ev fsnotify.Event) {
 	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write) {
 		return
 	}
 	dir, name := filepath.Split(ev.Name)
 	dir = filepath.Clean(dir)
-	l.mu.Lock()
-	inBuild, inParent := l.builds[dir], l.parents[dir]
-	l.mu.Unlock()
+	w.mu.Lock()
+	inBuild, inParent := w.builds[dir], w.parents[dir]
+	w.mu.Unlock()
 	switch {
 	case inBuild && (name == Statslog || name == Outcomes):
-		l.observe(dir)
-		if name == Statslog && l.grown != nil {
-			l.grown.StatslogGrew()
+		w.observe(dir)
+		if name == Statslog && w.grown != nil {
+			w.grown.StatslogGrew()
 		}
 	case inParent && ev.Has(fsnotify.Create) && discovery.IsInvocationDirName(name):
-		l.WatchBuild(ev.Name)
-		l.observe(ev.Name) // files created before the watch existed
-		if l.grown != nil {
-			l.grown.BuildAppeared(ev.Name)
+		w.WatchBuild(ev.Name)
+		w.observe(ev.Name) // files created before the watch existed
+		if w.grown != nil {
+			w.grown.BuildAppeared(ev.Name)
 		}
 	}
 }
