@@ -47,8 +47,9 @@ func NewWatcher(c *Capturer, logger *zap.Logger, onNew func(int)) (*Watcher, err
 	return &Watcher{fsw: w, capturer: c, logger: logger, onNew: onNew, parents: map[string]bool{}, builds: map[string]bool{}}, nil
 }
 
-// SetListener sets grown; call it before Run.
-func (w *Watcher) SetListener(grown Listener) { w.grown = grown }
+// SetListener makes l hear of new builds and statslog writes; call it
+// before Run.
+func (w *Watcher) SetListener(l Listener) { w.grown = l }
 
 // Close ends the watches of a Watcher never run (Run closes them itself).
 func (w *Watcher) Close() error { return w.fsw.Close() }
