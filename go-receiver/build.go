@@ -137,7 +137,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		VCS:            open.vcs,
 		PipelineName:   r.pipelineName(b, open.workTree),
 		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
-		History:        r.history.handle(),
+		History:        r.history.Handle(),
 		Signals:        signals,
 		MetricsAsSpans: r.cfg.MetricsAsSpans,
 		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),
@@ -151,7 +151,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		},
 	}
 	if req.StatslogPath == "" {
-		req.StatslogPath = r.mappedStatslog(b.Dir)
+		req.StatslogPath = r.cfg.mappedStatslog(b.Dir)
 	}
 	req.BuildGraphPath = r.mappedBuildGraph(b.Dir)
 	req.ResourceAttributes = r.userAttributes()
@@ -226,8 +226,8 @@ func (r *compiletoolsReceiver) mappedBuildGraph(dir string) string {
 }
 
 // mappedStatslog returns the configured explicit statslog of a build.
-func (r *compiletoolsReceiver) mappedStatslog(dir string) string {
-	for _, m := range r.cfg.Capture.Statslogs {
+func (c *Config) mappedStatslog(dir string) string {
+	for _, m := range c.Capture.Statslogs {
 		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
 			return m.Path
 		}

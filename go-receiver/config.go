@@ -113,7 +113,7 @@ type Config struct {
 	Capture CaptureConfig `mapstructure:"capture"`
 	// CAS configures periodic scans of compiletools' CAS stores.
 	CAS CASConfig `mapstructure:"cas"`
-	// History keeps per-target compile times across builds (history_config.go).
+	// History keeps per-target compile times across builds (config_history.go).
 	History HistoryConfig `mapstructure:"history"`
 	// Live sends the progress of running builds as log records.
 	Live LiveConfig `mapstructure:"live"`

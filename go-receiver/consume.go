@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -87,7 +88,7 @@ func (r *compiletoolsReceiver) consumeMetrics(ctx context.Context, md pmetric.Me
 		return nil // everything in it is disabled
 	}
 	if r.cumulative != nil {
-		return r.cumulative.deliver(md, func(md pmetric.Metrics) error { return r.sendMetrics(ctx, md) })
+		return r.cumulative.Deliver(md, func(md pmetric.Metrics) error { return r.sendMetrics(ctx, md) })
 	}
 	return r.sendMetrics(ctx, md)
 }
@@ -96,6 +97,16 @@ func (r *compiletoolsReceiver) sendMetrics(ctx context.Context, md pmetric.Metri
 	octx := r.obsMetrics.StartMetricsOp(ctx)
 	err := r.metrics.ConsumeMetrics(octx, md)
 	r.obsMetrics.EndMetricsOp(octx, dataFormat, md.DataPointCount(), err)
+	return err
+}
+
+// consumeLogs hands live records to the logs consumer in one request
+// inside an ObsReport operation.
+func (r *compiletoolsReceiver) consumeLogs(ctx context.Context, ld plog.Logs) error {
+	octx := r.obsLogs.StartLogsOp(ctx)
+	n := ld.LogRecordCount()
+	err := r.logs.ConsumeLogs(octx, ld)
+	r.obsLogs.EndLogsOp(octx, dataFormat, n, err)
 	return err
 }
 

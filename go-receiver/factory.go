@@ -24,8 +24,9 @@ func NewFactory() receiver.Factory {
 
 // One receiver instance serves every signal of one configured receiver, so
 // each build is read once and checkpointed once; the logs signal carries
-// the live progress of running builds (live.go). The service hands the same
-// *Config to every Create call of one receiver ID, which makes it the key.
+// the live progress of running builds (internal/livebuilds). The service
+// hands the same *Config to every Create call of one receiver ID, which
+// makes it the key.
 var instances = &instanceMap{m: map[*Config]*compiletoolsReceiver{}}
 
 type instanceMap struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/gitsha"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/history"
 )
 
 // checkpointTimeout bounds a checkpoint write that happens while shutting
@@ -33,7 +34,7 @@ const checkpointTimeout = 5 * time.Second
 type buildLedger struct {
 	store     *checkpoint.Store
 	capturer  *capture.Capturer // nil: capture disabled
-	live      *liveCapture      // nil: no file watches
+	watcher   *capture.Watcher  // nil: no file watches
 	retry     configretry.BackOffConfig
 	gitCommit GitCommitConfig
 	logger    *zap.Logger
@@ -42,7 +43,7 @@ type buildLedger struct {
 	// the build is then remembered in memory only, so the log's error is
 	// not the only trace of it on a host whose logs are sampled.
 	writeFailed func(context.Context)
-	history     *buildHistory // nil: disabled; committed to as builds settle
+	history     *history.Keeper // nil: disabled; committed to as builds settle
 
 	mu   sync.Mutex
 	open map[string]*openBuild // by invocation directory
@@ -76,11 +77,11 @@ const (
 	problemSideFile                            // a side file is a symlink, FIFO, directory…
 )
 
-func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, live *liveCapture, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {
+func newBuildLedger(store *checkpoint.Store, capturer *capture.Capturer, watcher *capture.Watcher, cfg *Config, logger *zap.Logger, now func() time.Time) *buildLedger {
 	return &buildLedger{
 		store:        store,
 		capturer:     capturer,
-		live:         live,
+		watcher:      watcher,
 		retry:        cfg.RetryOnFailure,
 		gitCommit:    cfg.GitCommit,
 		logger:       logger,
@@ -273,12 +274,12 @@ func (l *buildLedger) settle(ctx context.Context, b discovery.Build, state check
 			l.writeFailed(wctx)
 		}
 	}
-	l.history.settled(wctx, b.Dir)
+	l.history.Settled(wctx, b.Dir)
 	l.mu.Lock()
 	delete(l.open, b.Dir)
 	l.mu.Unlock()
-	if l.live != nil {
-		l.live.forgetBuild(b.Dir)
+	if l.watcher != nil {
+		l.watcher.ForgetBuild(b.Dir)
 	}
 	if l.capturer != nil {
 		_ = l.capturer.Release(b.Dir)

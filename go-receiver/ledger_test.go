@@ -41,8 +41,8 @@ func pollableReceiverWith(t testing.TB, cfg *Config, next consumer.Traces, set r
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if r.live != nil {
-			_ = r.live.w.Close()
+		if r.captureWatcher != nil {
+			_ = r.captureWatcher.Close()
 		}
 		r.telemetry.shutdown()
 		_ = r.ledger.close(context.Background())
@@ -139,35 +139,6 @@ func TestLedgerForgetsFailingBuildsOnceSettledOrRemoved(t *testing.T) {
 		defer r.ledger.mu.Unlock()
 		t.Fatalf("the ledger still holds %d entries after every failing build settled or vanished: open %v, path problems %v",
 			held, r.ledger.open, r.ledger.pathProblems)
-	}
-}
-
-// A CAS pool that cannot be listed is warned about once while it fails;
-// once it lists again it is forgotten, so failing anew warns anew.
-func TestCASPoolProblemIsForgottenWhenThePoolIsBack(t *testing.T) {
-	pool := filepath.Join(t.TempDir(), "cas-objdir")
-	cfg := testConfig(t.TempDir())
-	cfg.CAS.Pools = []CASStore{{Kind: "obj", Path: pool}}
-	r, logs := pollableReceiver(t, cfg, new(consumertest.TracesSink))
-	warnings := func() int { return logs.FilterMessage("cannot list CAS pool").Len() }
-
-	r.casGroups()
-	r.casGroups()
-	if got := warnings(); got != 1 {
-		t.Fatalf("want one warning for the missing pool, got %d", got)
-	}
-	if err := os.MkdirAll(filepath.Join(pool, "gcc.debug"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if groups := r.casGroups(); len(groups) != 1 {
-		t.Fatalf("want the pool's one variant, got %v", groups)
-	}
-	if err := os.RemoveAll(pool); err != nil {
-		t.Fatal(err)
-	}
-	r.casGroups()
-	if got := warnings(); got != 2 {
-		t.Fatalf("want a new warning when the pool fails again after it was back, got %d warnings in all", got)
 	}
 }
 

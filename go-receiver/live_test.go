@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/livebuilds"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
 
@@ -390,18 +392,17 @@ func TestLiveConfigIsValidated(t *testing.T) {
 	}
 }
 
-func TestLiveLocationsFollowTheDefaultLayoutOrTheMapping(t *testing.T) {
-	r := &compiletoolsReceiver{cfg: testConfig("/p")}
-	mk, ninja := r.liveLocations("/w/bin/gcc.debug/diagnostics/20260101T000000-1")
-	if mk != "/w/bin/gcc.debug" || ninja != "/w/.ninja_log" {
-		t.Errorf("default layout: %q %q", mk, ninja)
+// live.files reaches the live-build follower field by field (what it does
+// with the mapping is internal/livebuilds' test).
+func TestLiveFilesMappingReachesTheTracker(t *testing.T) {
+	cfg := testConfig("/p")
+	if got := cfg.Live.trackerFiles(); len(got) != 0 {
+		t.Errorf("no mapping configured, got %v", got)
 	}
-	if mk, ninja := r.liveLocations("/var/tmp/ct/20260101T000000-1"); mk != "" || ninja != "" {
-		t.Errorf("a DIAGNOSTICS_DIR build has no known location: %q %q", mk, ninja)
-	}
-	r.cfg.Live.Files = []LiveFilesMapping{{Include: "/var/tmp/ct/*", MakeTimingDir: "/src/bin/x", NinjaLog: "/src/.ninja_log"}}
-	if mk, ninja := r.liveLocations("/var/tmp/ct/20260101T000000-1"); mk != "/src/bin/x" || ninja != "/src/.ninja_log" {
-		t.Errorf("mapping: %q %q", mk, ninja)
+	cfg.Live.Files = []LiveFilesMapping{{Include: "/var/tmp/ct/*", MakeTimingDir: "/src/bin/x", NinjaLog: "/src/.ninja_log"}, {Include: "/b/*", NinjaLog: "/b/.ninja_log"}}
+	want := []livebuilds.FilesMapping{{Include: "/var/tmp/ct/*", MakeTimingDir: "/src/bin/x", NinjaLog: "/src/.ninja_log"}, {Include: "/b/*", NinjaLog: "/b/.ninja_log"}}
+	if got := cfg.Live.trackerFiles(); !slices.Equal(got, want) {
+		t.Errorf("live.files became %v, want %v", got, want)
 	}
 }
 

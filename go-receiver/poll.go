@@ -31,7 +31,7 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 		}
 	}
 	r.followRunning(ctx, scan)
-	r.tracker.offer(scan.Running)
+	r.liveBuilds.Offer(scan.Running)
 	if r.firstPoll {
 		r.firstPoll = false
 		if r.cfg.StartAt == StartAtEnd && !r.ledger.hasCheckpoints() {
@@ -63,10 +63,10 @@ func (r *compiletoolsReceiver) releaseIdleMemory() {
 // followRunning watches the diagnostics parents and running builds and
 // captures the transient files that exist now.
 func (r *compiletoolsReceiver) followRunning(ctx context.Context, scan discovery.Scan) {
-	if r.live != nil {
-		r.live.watchParents(scan.Parents)
+	if r.captureWatcher != nil {
+		r.captureWatcher.WatchParents(scan.Parents)
 		for _, dir := range scan.Running {
-			r.live.watchBuild(dir)
+			r.captureWatcher.WatchBuild(dir)
 		}
 	}
 	if r.capturer == nil {

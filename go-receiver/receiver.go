@@ -4,22 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/casscan"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/cumulative"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/history"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/livebuilds"
 )
 
 // compiletoolsReceiver polls the configured directories and sends every
@@ -38,39 +37,39 @@ type compiletoolsReceiver struct {
 	obsMetrics *receiverhelper.ObsReport
 	// metricSwitches drop the metrics and resource attributes the
 	// configuration disables; cumulative, when set, sums the series the
-	// host's builds share (metrics_cumulative.go).
+	// host's builds share (internal/cumulative).
 	metricSwitches metricSwitches
-	cumulative     *cumulativeTotals
+	cumulative     *cumulative.Totals
 	logs           consumer.Logs
 	obsLogs        *receiverhelper.ObsReport
 
 	// Set up in Start.
-	hostName  string
-	budget    *parseBudget
-	ledger    *buildLedger
-	capturer  *capture.Capturer
-	live      *liveCapture
-	telemetry *selfTelemetry
-	history   *buildHistory // nil: history disabled
-	// tracker follows running builds for the logs signal (live.go); nil
-	// without a logs pipeline or with live.enabled false.
-	tracker *liveTracker
+	hostName string
+	budget   *parseBudget
+	ledger   *buildLedger
+	capturer *capture.Capturer
+	// captureWatcher captures transient files as the file watches see
+	// them (nil: capture disabled or watches unavailable).
+	captureWatcher *capture.Watcher
+	telemetry      *selfTelemetry
+	history        *history.Keeper // nil: history disabled
+	// liveBuilds follows running builds for the logs signal
+	// (internal/livebuilds); nil without a logs pipeline or with
+	// live.enabled false.
+	liveBuilds *livebuilds.Tracker
 	// firstPoll applies start_at once, on the first poll after Start.
 	firstPoll bool
-	// casFailingPools are the CAS pools whose listing failed and was
-	// logged, until it works again; used by the CAS goroutine only.
-	casFailingPools map[string]bool
-	// casWarned are the warnings of each variant's last CAS scan, logged
-	// once: an unreadable shard stays unreadable scan after scan.
-	casWarned map[string]map[string]bool
+	// casScanner scans the CAS stores on their schedule (nil: no store
+	// or pool configured).
+	casScanner *casscan.Scanner
 
-	startOnce sync.Once
-	stopOnce  sync.Once
-	cancel    context.CancelFunc
-	done      chan struct{}
-	casDone   chan struct{}
-	liveDone  chan struct{}
-	trackDone chan struct{}
+	startOnce        sync.Once
+	stopOnce         sync.Once
+	cancel           context.CancelFunc
+	done             chan struct{}
+	casDone          chan struct{}
+	captureWatchDone chan struct{}
+	liveBuildsDone   chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -87,8 +86,18 @@ func newReceiver(cfg *Config, set receiver.Settings, onStop func()) *compiletool
 		now:    time.Now,
 
 		metricSwitches: newMetricSwitches(cfg),
-		cumulative:     newCumulativeTotalsFor(cfg),
+		cumulative:     cumulativeTotalsFor(cfg),
 	}
+}
+
+// cumulativeTotalsFor is the totals the configuration asks for: none
+// with per-build identity (each build is its own cumulative series already)
+// or with delta temporality.
+func cumulativeTotalsFor(cfg *Config) *cumulative.Totals {
+	if cfg.PerBuildMetricIdentity || cfg.MetricsTemporality == MetricsTemporalityDelta {
+		return nil
+	}
+	return cumulative.New()
 }
 
 func (r *compiletoolsReceiver) newObsReport() (*receiverhelper.ObsReport, error) {
@@ -121,6 +130,19 @@ func (r *compiletoolsReceiver) setMetricsConsumer(next consumer.Metrics) error {
 	return nil
 }
 
+// setLogsConsumer registers the logs consumer (the live records).
+func (r *compiletoolsReceiver) setLogsConsumer(next consumer.Logs) error {
+	if r.logs != nil {
+		return errConsumerTwice
+	}
+	obs, err := r.newObsReport()
+	if err != nil {
+		return err
+	}
+	r.logs, r.obsLogs = next, obs
+	return nil
+}
+
 // Start checks the Rust core, loads checkpoints and starts polling in the
 // background; it never blocks on scanning. Starting twice is a no-op.
 func (r *compiletoolsReceiver) Start(ctx context.Context, host component.Host) error {
@@ -136,113 +158,29 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
-	if r.live != nil {
-		r.liveDone = make(chan struct{})
+	if r.captureWatcher != nil {
+		r.captureWatchDone = make(chan struct{})
 		go func() {
-			defer close(r.liveDone)
-			r.live.run(runCtx)
+			defer close(r.captureWatchDone)
+			r.captureWatcher.Run(runCtx)
 		}()
 	}
-	if r.tracker != nil {
-		r.trackDone = make(chan struct{})
+	if r.liveBuilds != nil {
+		r.liveBuildsDone = make(chan struct{})
 		go func() {
-			defer close(r.trackDone)
-			r.tracker.run(runCtx)
+			defer close(r.liveBuildsDone)
+			r.liveBuilds.Run(runCtx)
 		}()
 	}
 	go r.run(runCtx)
-	if len(r.cfg.CAS.Stores)+len(r.cfg.CAS.Pools) > 0 {
+	if r.casScanner != nil {
 		r.casDone = make(chan struct{})
-		go r.runCAS(runCtx)
+		go func() {
+			defer close(r.casDone)
+			r.casScanner.Run(runCtx)
+		}()
 	}
 	return nil
-}
-
-// setUp prepares everything a poll needs, without starting anything.
-func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) error {
-	if err := ffi.CheckABI(); err != nil {
-		return err
-	}
-	r.hostName = r.cfg.HostName
-	if r.hostName == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("compiletools receiver: host_name is not set and os.Hostname failed: %w", err)
-		}
-		r.hostName = h
-	}
-	warnUnstableHostName(r.logger, r.cfg.HostName, r.hostName, containerDetector)
-	for _, k := range r.cfg.deprecatedKeys {
-		r.logger.Warn("deprecated configuration key; it still works", zap.String("key", k[0]), zap.String("use", k[1]))
-	}
-	store, err := r.openStore(ctx, host)
-	if err != nil {
-		return err
-	}
-	if r.cfg.Capture.Enabled {
-		dir := r.cfg.Capture.Directory
-		if dir == "" {
-			dir = filepath.Join(os.TempDir(), "otelcol-compiletools-capture", sanitize(r.set.ID.String()))
-		}
-		if r.capturer, err = capture.New(dir); err != nil {
-			_ = store.Close(ctx)
-			return fmt.Errorf("compiletools receiver: %w", err)
-		}
-	}
-	if r.telemetry, err = newSelfTelemetry(r.set.TelemetrySettings); err != nil {
-		_ = store.Close(ctx)
-		return err
-	}
-	if r.capturer != nil {
-		live, err := newLiveCapture(r.capturer, r.logger, func(n int) {
-			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(context.Background(), int64(n))
-		})
-		if err != nil {
-			r.logger.Warn("file watches unavailable; capturing transient files by polling only", zap.Error(err))
-		}
-		r.live = live
-	}
-	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
-	r.ledger = newBuildLedger(store, r.capturer, r.live, r.cfg, r.logger, r.now)
-	r.ledger.writeFailed = func(ctx context.Context) { r.telemetry.ReceiverCompiletoolsCheckpointWriteFailures.Add(ctx, 1) }
-	if r.history, err = openHistory(ctx, r.cfg.History, store, r.logger); err != nil {
-		_ = store.Close(ctx)
-		return err
-	}
-	r.ledger.history = r.history
-	if err := r.setUpLiveTracker(ctx, host); err != nil {
-		_ = store.Close(ctx)
-		return err
-	}
-	r.firstPoll = true
-	r.casFailingPools = map[string]bool{}
-	r.casWarned = map[string]map[string]bool{}
-	return nil
-}
-
-// openStore opens the configured storage extension's client, or a memory store.
-func (r *compiletoolsReceiver) openStore(ctx context.Context, host component.Host) (*checkpoint.Store, error) {
-	if r.cfg.Storage == nil {
-		return checkpoint.NewMemory(), nil
-	}
-	ext, ok := host.GetExtensions()[*r.cfg.Storage]
-	if !ok {
-		return nil, fmt.Errorf("compiletools receiver: storage extension %q not found (is it listed under service.extensions?)", r.cfg.Storage)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("compiletools receiver: extension %q is not a storage extension", r.cfg.Storage)
-	}
-	client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "")
-	if err != nil {
-		return nil, fmt.Errorf("compiletools receiver: storage %q: %w", r.cfg.Storage, err)
-	}
-	store, err := checkpoint.Open(ctx, client)
-	if err != nil {
-		_ = client.Close(ctx)
-		return nil, fmt.Errorf("compiletools receiver: storage %q: %w", r.cfg.Storage, err)
-	}
-	return store, nil
 }
 
 // Shutdown stops polling, cancels a parse in flight in the core, waits for
@@ -259,7 +197,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone, r.liveDone, r.trackDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.captureWatchDone, r.liveBuildsDone} {
 			if done == nil {
 				continue
 			}
@@ -271,8 +209,8 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			}
 		}
 		r.telemetry.shutdown()
-		r.history.close()
-		err = errors.Join(r.ledger.close(ctx), r.tracker.close(ctx))
+		r.history.Close()
+		err = errors.Join(r.ledger.close(ctx), r.liveBuilds.Close(ctx))
 	})
 	return err
 }
@@ -289,15 +227,4 @@ func (r *compiletoolsReceiver) run(ctx context.Context) {
 		case <-ticker.C:
 		}
 	}
-}
-
-// sanitize makes a component ID usable as a directory name.
-func sanitize(id string) string {
-	out := []byte(id)
-	for i, c := range out {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			out[i] = '_'
-		}
-	}
-	return string(out)
 }

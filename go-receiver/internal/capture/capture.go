@@ -5,7 +5,8 @@
 // keeps the inode alive, and every later append (ccache keeps appending to
 // the same inode) lands in it too. Where a hard link is impossible (another
 // filesystem), the file is copied and then followed: each Observe appends
-// what was written since.
+// what was written since. The polls call Observe; a Watcher (watch.go)
+// calls it the moment the file watches see such a file appear.
 package capture
 
 import (

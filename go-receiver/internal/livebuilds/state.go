@@ -1,13 +1,12 @@
-package compiletoolsreceiver
+package livebuilds
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
 )
 
 // liveStateKey holds every followed build's live state in one value: a
@@ -34,33 +33,21 @@ type liveStateStore struct {
 	saved  map[string]liveBuildState
 }
 
-func openLiveStateStore(ctx context.Context, host component.Host, r *compiletoolsReceiver) (*liveStateStore, error) {
+// openStateStore reads the states saved in client (nil: memory only).
+func openStateStore(ctx context.Context, client storage.Client, logger *zap.Logger) (*liveStateStore, error) {
 	s := &liveStateStore{saved: map[string]liveBuildState{}}
-	if r.cfg.Storage == nil {
+	if client == nil {
 		return s, nil
-	}
-	ext, ok := host.GetExtensions()[*r.cfg.Storage]
-	if !ok {
-		return nil, fmt.Errorf("compiletools receiver: storage extension %q not found", r.cfg.Storage)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("compiletools receiver: extension %q is not a storage extension", r.cfg.Storage)
-	}
-	client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "live")
-	if err != nil {
-		return nil, fmt.Errorf("compiletools receiver: storage %q (live): %w", r.cfg.Storage, err)
 	}
 	raw, err := client.Get(ctx, liveStateKey)
 	if err != nil {
-		_ = client.Close(ctx)
-		return nil, fmt.Errorf("compiletools receiver: storage %q (live): %w", r.cfg.Storage, err)
+		return nil, err
 	}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &s.saved); err != nil {
 			// A damaged value costs at most duplicates of progress records
 			// and the end records of the builds followed then: start over.
-			r.logger.Warn("live build state unreadable; starting without it")
+			logger.Warn("live build state unreadable; starting without it")
 			s.saved = map[string]liveBuildState{}
 		}
 	}

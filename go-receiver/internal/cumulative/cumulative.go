@@ -1,4 +1,7 @@
-package compiletoolsreceiver
+// Package cumulative turns the per-build deltas of the metric series a
+// host's builds share into cumulative series (metrics_temporality:
+// cumulative).
+package cumulative
 
 import (
 	"slices"
@@ -9,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// cumulativeTotals turns the per-build deltas of the series a host's builds
+// Totals turns the per-build deltas of the series a host's builds
 // share into cumulative points: each series' total over every build the
 // receiver delivered since it started, from the first such build's start
 // to the latest build's end.
@@ -28,7 +31,7 @@ import (
 // crash counts again. Only points whose delivery the consumer accepted are
 // added, so a retried build is not counted twice. Deliveries of shared
 // series are serialised: a total must never go down.
-type cumulativeTotals struct {
+type Totals struct {
 	mu     sync.Mutex
 	series map[string]*seriesTotal
 }
@@ -42,24 +45,15 @@ type seriesTotal struct {
 	hist pmetric.HistogramDataPoint
 }
 
-func newCumulativeTotals() *cumulativeTotals {
-	return &cumulativeTotals{series: map[string]*seriesTotal{}}
+// New returns totals holding no series yet.
+func New() *Totals {
+	return &Totals{series: map[string]*seriesTotal{}}
 }
 
-// newCumulativeTotalsFor is the totals the configuration asks for: none
-// with per-build identity (each build is its own cumulative series already)
-// or with delta temporality.
-func newCumulativeTotalsFor(cfg *Config) *cumulativeTotals {
-	if cfg.PerBuildMetricIdentity || cfg.MetricsTemporality == MetricsTemporalityDelta {
-		return nil
-	}
-	return newCumulativeTotals()
-}
-
-// deliver rewrites md's delta Sums and histograms as cumulative points,
+// Deliver rewrites md's delta Sums and histograms as cumulative points,
 // hands md to send, and keeps the new totals only when send succeeded.
 // Gauges and cumulative points pass unchanged.
-func (c *cumulativeTotals) deliver(md pmetric.Metrics, send func(pmetric.Metrics) error) error {
+func (c *Totals) Deliver(md pmetric.Metrics, send func(pmetric.Metrics) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pending := map[string]*seriesTotal{}

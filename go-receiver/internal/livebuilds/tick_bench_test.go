@@ -1,4 +1,4 @@
-package compiletoolsreceiver
+package livebuilds
 
 import (
 	"context"
@@ -9,19 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/cumulative"
 )
 
 // The CPU cost of one live read (tick) with 50 running builds, as the
 // README's "Live builds" reports it:
 //
-//	cd go-receiver && go test -run '^$' -bench LiveTick -benchtime 200x .
+//	cd go-receiver && go test -run '^$' -bench LiveTick -benchtime 200x ./internal/livebuilds
 //
 // "grown": each build's statslog gained one block since the last read
 // (50 records sent); "idle": nothing changed (stat and read attempts only).
@@ -38,21 +37,31 @@ func BenchmarkLiveTick50Builds(b *testing.B) {
 
 func benchLiveTick(b *testing.B, builds int, grown bool) {
 	parent := b.TempDir()
-	cfg := testConfig(parent)
-	set := receivertest.NewNopSettings(metadata.Type)
-	r := newReceiver(cfg, set, nil)
-	if err := r.setLogsConsumer(consumertest.NewNop()); err != nil {
+	// The receiver's defaults (its tests' poll_interval), with logs and
+	// metrics consumers that take everything; the metrics pass through
+	// cumulative totals as the receiver's do.
+	totals := cumulative.New()
+	t, err := New(context.Background(), nil, Options{
+		Interval:           time.Second,
+		MaxRecordsPerBuild: 1000,
+		AbandonAfter:       24 * time.Hour,
+		AbandonWhenPIDGone: true,
+		HostName:           "bench",
+		ServiceName:        "compiletools",
+		MetricsEvery:       20 * time.Millisecond,
+	}, Settings{
+		Logger:           zap.NewNop(),
+		Now:              time.Now,
+		Checkpoints:      checkpoint.NewMemory(),
+		ExplicitStatslog: func(string) string { return "" },
+		ConsumeLogs:      func(context.Context, plog.Logs) error { return nil },
+		ConsumeMetrics: func(_ context.Context, md pmetric.Metrics) error {
+			return totals.Deliver(md, func(pmetric.Metrics) error { return nil })
+		},
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
-	if err := r.setMetricsConsumer(consumertest.NewNop()); err != nil {
-		b.Fatal(err)
-	}
-	r.hostName = "bench"
-	r.ledger = newBuildLedger(checkpoint.NewMemory(), nil, nil, cfg, zap.NewNop(), time.Now)
-	if err := r.setUpLiveTracker(context.Background(), componenttest.NewNopHost()); err != nil {
-		b.Fatal(err)
-	}
-	t := r.tracker
 	var dirs []string
 	for i := range builds {
 		// Our own PID: every build is alive.

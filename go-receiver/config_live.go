@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/livebuilds"
 )
 
 // LiveConfig: progress of running builds as log records (issue 16). It is
@@ -51,6 +53,15 @@ func defaultLiveConfig() LiveConfig {
 		AbandonAfter:       24 * time.Hour,
 		AbandonWhenPIDGone: true,
 	}
+}
+
+// trackerFiles is live.files as the live-build follower takes it.
+func (l LiveConfig) trackerFiles() []livebuilds.FilesMapping {
+	files := make([]livebuilds.FilesMapping, 0, len(l.Files))
+	for _, m := range l.Files {
+		files = append(files, livebuilds.FilesMapping{Include: m.Include, MakeTimingDir: m.MakeTimingDir, NinjaLog: m.NinjaLog})
+	}
+	return files
 }
 
 func (l LiveConfig) validate() []error {

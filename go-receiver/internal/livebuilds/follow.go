@@ -1,4 +1,4 @@
-package compiletoolsreceiver
+package livebuilds
 
 import (
 	"errors"
@@ -20,11 +20,11 @@ import (
 
 // takeBorn follows a directory the watches saw created, before any poll
 // lists it; one that is excluded or already finished is left to the polls.
-func (t *liveTracker) takeBorn(dir string, now time.Time) {
+func (t *Tracker) takeBorn(dir string, now time.Time) {
 	if !t.haveScan || t.builds[dir] != nil || t.ignored[dir] || exists(filepath.Join(dir, discovery.TimingFile)) {
 		return
 	}
-	for _, p := range t.r.cfg.Exclude {
+	for _, p := range t.o.Exclude {
 		if ok, _ := doublestar.PathMatch(p, dir); ok {
 			return
 		}
@@ -34,7 +34,7 @@ func (t *liveTracker) takeBorn(dir string, now time.Time) {
 
 // follow starts following a running directory not followed yet: resumed
 // from its saved state, ignored when ended or dead at first sight.
-func (t *liveTracker) follow(dir string, now time.Time) {
+func (t *Tracker) follow(dir string, now time.Time) {
 	pid := invocationPID(dir)
 	if st, ok := t.states[dir]; ok {
 		if st.Ended {
@@ -53,7 +53,7 @@ func (t *liveTracker) follow(dir string, now time.Time) {
 }
 
 // takeScan updates the followed builds from a poll's running directories.
-func (t *liveTracker) takeScan(running []string, now time.Time) {
+func (t *Tracker) takeScan(running []string, now time.Time) {
 	t.haveScan = true
 	listed := make(map[string]bool, len(running))
 	for _, dir := range running {
@@ -92,9 +92,9 @@ func (t *liveTracker) takeScan(running []string, now time.Time) {
 
 // firstOffsets: files shared with earlier builds are read from their size
 // when the build is first seen (a missing one from 0 once it appears).
-func (t *liveTracker) firstOffsets(dir string, pid uint64) map[string]int64 {
+func (t *Tracker) firstOffsets(dir string, pid uint64) map[string]int64 {
 	offsets := map[string]int64{}
-	for _, f := range t.r.liveFiles(dir, pid) {
+	for _, f := range t.liveFiles(dir, pid) {
 		if f.fromEnd {
 			offsets[f.path] = fileSize(f.path)
 		}
@@ -105,12 +105,12 @@ func (t *liveTracker) firstOffsets(dir string, pid uint64) map[string]int64 {
 // deadAtFirstSight: directories without timing.json accumulate (a build
 // killed, a run with only a statslog); only a build that looks alive when
 // first seen is followed, so old directories never get start records.
-func (t *liveTracker) deadAtFirstSight(dir string, pid uint64, now time.Time) bool {
-	if t.cfg.AbandonWhenPIDGone && pidGone(pid) {
+func (t *Tracker) deadAtFirstSight(dir string, pid uint64, now time.Time) bool {
+	if t.o.AbandonWhenPIDGone && pidGone(pid) {
 		return true
 	}
 	st, err := os.Lstat(dir)
-	return err != nil || now.Sub(st.ModTime()) > t.cfg.AbandonAfter
+	return err != nil || now.Sub(st.ModTime()) > t.o.AbandonAfter
 }
 
 // invocationPID is the ct-cake PID in an invocation directory's name (0

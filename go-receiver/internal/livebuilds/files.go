@@ -1,4 +1,4 @@
-package compiletoolsreceiver
+package livebuilds
 
 import (
 	"errors"
@@ -46,12 +46,12 @@ type liveFile struct {
 // live.files mapping, compiletools' default layout
 // (<cwd>/bin/<variant>/diagnostics/<id>) locates the make timing log in
 // <bindir> and the ninja log in the cwd.
-func (r *compiletoolsReceiver) liveFiles(dir string, pid uint64) []liveFile {
+func (t *Tracker) liveFiles(dir string, pid uint64) []liveFile {
 	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), captured: true, held: true}}
-	if p := r.mappedStatslog(dir); p != "" {
+	if p := t.set.ExplicitStatslog(dir); p != "" {
 		files = append(files, liveFile{kind: ffi.LiveStatslog, path: p, fromEnd: true})
 	}
-	makeDir, ninjaLog := r.liveLocations(dir)
+	makeDir, ninjaLog := t.liveLocations(dir)
 	if makeDir != "" {
 		for _, m := range makeTimingLogs(makeDir, pid) {
 			files = append(files, liveFile{kind: ffi.LiveMakeTiming, path: m, held: true})
@@ -82,8 +82,8 @@ func makeTimingLogs(dir string, pid uint64) []string {
 
 // liveLocations returns where the build's make timing logs and ninja log
 // are: the first live.files mapping matching dir, else the default layout.
-func (r *compiletoolsReceiver) liveLocations(dir string) (makeDir, ninjaLog string) {
-	for _, m := range r.cfg.Live.Files {
+func (t *Tracker) liveLocations(dir string) (makeDir, ninjaLog string) {
+	for _, m := range t.o.Files {
 		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
 			return m.MakeTimingDir, m.NinjaLog
 		}
@@ -101,11 +101,11 @@ func (r *compiletoolsReceiver) liveLocations(dir string) (makeDir, ninjaLog stri
 
 // readable is the path to read f from: its own, or the capture of a
 // transient file ct-cake deleted.
-func (r *compiletoolsReceiver) readable(dir string, f liveFile) string {
-	if !f.captured || r.capturer == nil || exists(f.path) {
+func (t *Tracker) readable(dir string, f liveFile) string {
+	if !f.captured || t.set.Capturer == nil || exists(f.path) {
 		return f.path
 	}
-	if p := r.capturer.Path(dir, filepath.Base(f.path)); p != "" {
+	if p := t.set.Capturer.Path(dir, filepath.Base(f.path)); p != "" {
 		return p
 	}
 	return f.path
@@ -167,11 +167,11 @@ type heldFile struct {
 
 // read reads what f gained since offset: through the file kept open for
 // it, or a fresh open (a shared file, which may be replaced).
-func (t *liveTracker) read(dir string, f liveFile, offset int64) ([]byte, int64, bool, error) {
+func (t *Tracker) read(dir string, f liveFile, offset int64) ([]byte, int64, bool, error) {
 	file := t.held[f.path].f
 	if file == nil {
 		var err error
-		if file, err = openLive(t.r.readable(dir, f)); err != nil || file == nil {
+		if file, err = openLive(t.readable(dir, f)); err != nil || file == nil {
 			return nil, 0, false, err
 		}
 		if f.held {
@@ -185,8 +185,8 @@ func (t *liveTracker) read(dir string, f liveFile, offset int64) ([]byte, int64,
 
 // filesOf lists b's growing files: those on disk now, and those kept open
 // that ct-cake deleted meanwhile (a make timing log after its ingest).
-func (t *liveTracker) filesOf(b *liveBuild) []liveFile {
-	files := t.r.liveFiles(b.dir, b.pid)
+func (t *Tracker) filesOf(b *liveBuild) []liveFile {
+	files := t.liveFiles(b.dir, b.pid)
 	listed := make(map[string]bool, len(files))
 	for _, f := range files {
 		listed[f.path] = true
@@ -199,7 +199,7 @@ func (t *liveTracker) filesOf(b *liveBuild) []liveFile {
 	return files
 }
 
-func (t *liveTracker) release(path string) {
+func (t *Tracker) release(path string) {
 	if h, ok := t.held[path]; ok {
 		_ = h.f.Close()
 		delete(t.held, path)
@@ -207,7 +207,7 @@ func (t *liveTracker) release(path string) {
 }
 
 // releaseBuild closes the files kept open for the build in dir.
-func (t *liveTracker) releaseBuild(dir string) {
+func (t *Tracker) releaseBuild(dir string) {
 	for path, h := range t.held {
 		if h.dir == dir {
 			t.release(path)

@@ -1,4 +1,6 @@
-package compiletoolsreceiver
+// Package history keeps the core's per-target compile history (history:
+// enabled) across restarts, next to the build checkpoints.
+package history
 
 import (
 	"context"
@@ -6,40 +8,48 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 // historyBlob names the saved compile history in the checkpoint storage.
 const historyBlob = "compile-history"
 
-// buildHistory is the receiver's side of the compile history: the core
-// owns the data and its format; this keeps it across restarts. Builds are
+// Keeper is the receiver's side of the compile history: the core owns the
+// data and its format; this keeps it across restarts. Builds are
 // evaluated against it while processed (ffi.Request.History) and each
 // build's part is committed when the build is checkpointed, then the whole
 // history is saved next to the checkpoints. So the saved history is that
 // of the checkpointed builds, and a build read again after a crash gets
 // the numbers it got the first time (README, Build analytics). A nil
-// *buildHistory (history disabled) does nothing.
-type buildHistory struct {
+// *Keeper (history disabled) does nothing.
+type Keeper struct {
 	core   *ffi.History
-	store  *checkpoint.Store
+	store  Blobs
 	logger *zap.Logger
 	// saveMu orders saves: an older snapshot never overwrites a newer one.
 	saveMu sync.Mutex
 }
 
-// openHistory makes the history and restores what the storage kept; a
-// saved history that cannot be read is warned about and replaced.
-func openHistory(ctx context.Context, cfg HistoryConfig, store *checkpoint.Store, logger *zap.Logger) (*buildHistory, error) {
-	if !cfg.Enabled {
-		return nil, nil
-	}
-	core, err := ffi.NewHistory(uint64(cfg.MaxTargets), uint32(cfg.MedianOf))
+// Blobs is where the history is saved: the checkpoint store's named values.
+type Blobs interface {
+	GetBlob(ctx context.Context, name string) ([]byte, error)
+	PutBlob(ctx context.Context, name string, value []byte) error
+}
+
+// Options size the history (history.max_targets, history.median_of).
+type Options struct {
+	MaxTargets int
+	MedianOf   int
+}
+
+// Open makes the history and restores what the storage kept; a saved
+// history that cannot be read is warned about and replaced.
+func Open(ctx context.Context, o Options, store Blobs, logger *zap.Logger) (*Keeper, error) {
+	core, err := ffi.NewHistory(uint64(o.MaxTargets), uint32(o.MedianOf))
 	if err != nil {
 		return nil, err
 	}
-	h := &buildHistory{core: core, store: store, logger: logger}
+	h := &Keeper{core: core, store: store, logger: logger}
 	saved, err := store.GetBlob(ctx, historyBlob)
 	if err != nil {
 		logger.Warn("cannot read the saved compile history; starting with an empty one", zap.Error(err))
@@ -57,24 +67,24 @@ func openHistory(ctx context.Context, cfg HistoryConfig, store *checkpoint.Store
 	return h, nil
 }
 
-// handle is what a build request carries (nil when disabled).
-func (h *buildHistory) handle() *ffi.History {
+// Handle is what a build request carries (nil when disabled).
+func (h *Keeper) Handle() *ffi.History {
 	if h == nil {
 		return nil
 	}
 	return h.core
 }
 
-// settled commits the build's part of the history, if it staged any, and
+// Settled commits the build's part of the history, if it staged any, and
 // saves the history.
-func (h *buildHistory) settled(ctx context.Context, dir string) {
+func (h *Keeper) Settled(ctx context.Context, dir string) {
 	if h == nil || h.core.Commit(dir) == 0 {
 		return
 	}
 	h.save(ctx)
 }
 
-func (h *buildHistory) save(ctx context.Context) {
+func (h *Keeper) save(ctx context.Context) {
 	h.saveMu.Lock()
 	defer h.saveMu.Unlock()
 	b, err := h.core.Save()
@@ -91,15 +101,15 @@ func (h *buildHistory) save(ctx context.Context) {
 }
 
 // footprint reports what the history holds (zeros when disabled).
-func (h *buildHistory) footprint() ffi.HistoryFootprint {
+func (h *Keeper) footprint() ffi.HistoryFootprint {
 	if h == nil {
 		return ffi.HistoryFootprint{}
 	}
 	return h.core.Footprint()
 }
 
-// close frees the core's history; no build may still be processed.
-func (h *buildHistory) close() {
+// Close frees the core's history; no build may still be processed.
+func (h *Keeper) Close() {
 	if h != nil {
 		h.core.Close()
 	}

@@ -1,4 +1,7 @@
-package compiletoolsreceiver
+// Package livebuilds follows running builds for the receiver's logs
+// signal (the live block): their progress as log records, an end record
+// per build, and the live metrics.
+package livebuilds
 
 import (
 	"context"
@@ -9,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
@@ -20,14 +22,14 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
-// liveTracker follows running builds for the logs signal (issue 16): every
+// Tracker follows running builds for the logs signal (issue 16): every
 // live.interval it reads what their growing files gained since the last
 // look, sends it as log records, and ends each build with one
 // `ct.build.end` record — linked to the build's trace once timing.json was
 // delivered, or marked abandoned when the build died.
 //
 // It runs in its own goroutine and only ever receives the running
-// directories of each poll (offer never blocks), so following running
+// directories of each poll (Offer never blocks), so following running
 // builds never delays the delivery of finished ones.
 //
 // Delivery: progress is at least once (a file's offset is committed only
@@ -35,9 +37,9 @@ import (
 // interrupted send reads the same bytes again). Start and end records are
 // sent once across restarts: their flags are committed with the offsets,
 // into the storage extension (client "live"), after the consumer returned.
-type liveTracker struct {
-	r     *compiletoolsReceiver
-	cfg   LiveConfig
+type Tracker struct {
+	o     Options
+	set   Settings
 	scans chan []string
 	store *liveStateStore
 
@@ -52,19 +54,13 @@ type liveTracker struct {
 	haveScan bool
 	warned   map[string]bool
 	metrics  liveMetrics
-	// born and nudges come from the file watches (watch.go): a new
+	// born and nudges come from the file watches (capture.Watcher): a new
 	// invocation directory, a running build's statslog written.
 	born     chan string
 	nudges   chan struct{}
 	lastTick time.Time
 	// held are the open files of followed builds (liveFile.held), by path.
 	held map[string]heldFile
-}
-
-// liveListener is what the file watches tell the tracker.
-type liveListener interface {
-	buildAppeared(dir string)
-	statslogGrew()
 }
 
 // minTickGap bounds how often watch events make the tracker read: a burst
@@ -79,52 +75,33 @@ type liveBuild struct {
 	running bool
 }
 
-// setUpLiveTracker creates the tracker when the receiver is in a logs
-// pipeline and live.enabled is on.
-func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host component.Host) error {
-	if r.logs == nil || !r.cfg.Live.Enabled {
-		return nil
-	}
-	store, err := openLiveStateStore(ctx, host, r)
+// New makes the tracker of o, resuming the live states saved in client
+// (nil: kept in memory only). Its error is the client's, which the caller
+// still owns then.
+func New(ctx context.Context, client storage.Client, o Options, set Settings) (*Tracker, error) {
+	store, err := openStateStore(ctx, client, set.Logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.tracker = &liveTracker{
-		r:       r,
-		cfg:     r.cfg.Live,
+	return &Tracker{
+		o:       o,
+		set:     set,
 		scans:   make(chan []string, 1),
 		store:   store,
 		states:  store.load(),
 		builds:  map[string]*liveBuild{},
 		ignored: map[string]bool{},
 		warned:  map[string]bool{},
-		metrics: newLiveMetrics(r.now()),
+		metrics: newLiveMetrics(set.Now()),
 		born:    make(chan string, 64),
 		held:    map[string]heldFile{},
 		nudges:  make(chan struct{}, 1),
-	}
-	if r.live != nil {
-		r.live.grown = r.tracker
-	}
-	return nil
+	}, nil
 }
 
-// setLogsConsumer registers the logs consumer (the live records).
-func (r *compiletoolsReceiver) setLogsConsumer(next consumer.Logs) error {
-	if r.logs != nil {
-		return errConsumerTwice
-	}
-	obs, err := r.newObsReport()
-	if err != nil {
-		return err
-	}
-	r.logs, r.obsLogs = next, obs
-	return nil
-}
-
-// offer hands the running directories of a poll to the tracker; a list it
+// Offer hands the running directories of a poll to the tracker; a list it
 // has not taken yet is replaced. Safe on a nil tracker.
-func (t *liveTracker) offer(running []string) {
+func (t *Tracker) Offer(running []string) {
 	if t == nil {
 		return
 	}
@@ -142,15 +119,18 @@ func (t *liveTracker) offer(running []string) {
 	}
 }
 
-func (t *liveTracker) close(ctx context.Context) error {
+// Close closes the storage client of the live states. Safe on a nil
+// tracker.
+func (t *Tracker) Close(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
 	return t.store.close(ctx)
 }
 
-func (t *liveTracker) run(ctx context.Context) {
-	ticker := time.NewTicker(t.cfg.Interval)
+// Run follows the builds until ctx ends.
+func (t *Tracker) Run(ctx context.Context) {
+	ticker := time.NewTicker(t.o.Interval)
 	defer ticker.Stop()
 	defer func() {
 		for path := range t.held {
@@ -162,10 +142,10 @@ func (t *liveTracker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case running := <-t.scans:
-			t.takeScan(running, t.r.now())
+			t.takeScan(running, t.set.Now())
 			t.tick(ctx)
 		case dir := <-t.born:
-			t.takeBorn(dir, t.r.now())
+			t.takeBorn(dir, t.set.Now())
 			t.tickSoon(ctx)
 		case <-t.nudges:
 			t.tickSoon(ctx)
@@ -175,17 +155,17 @@ func (t *liveTracker) run(ctx context.Context) {
 	}
 }
 
-// buildAppeared: a new invocation directory (from the watch goroutine;
+// BuildAppeared: a new invocation directory (from the watch goroutine;
 // never blocks: a full queue leaves the build to the next poll).
-func (t *liveTracker) buildAppeared(dir string) {
+func (t *Tracker) BuildAppeared(dir string) {
 	select {
 	case t.born <- dir:
 	default:
 	}
 }
 
-// statslogGrew: a running build's statslog was written (never blocks).
-func (t *liveTracker) statslogGrew() {
+// StatslogGrew: a running build's statslog was written (never blocks).
+func (t *Tracker) StatslogGrew() {
 	select {
 	case t.nudges <- struct{}{}:
 	default:
@@ -193,8 +173,8 @@ func (t *liveTracker) statslogGrew() {
 }
 
 // tickSoon reads now, or once minTickGap has passed since the last read.
-func (t *liveTracker) tickSoon(ctx context.Context) {
-	if wait := minTickGap - t.r.now().Sub(t.lastTick); wait > 0 {
+func (t *Tracker) tickSoon(ctx context.Context) {
+	if wait := minTickGap - t.set.Now().Sub(t.lastTick); wait > 0 {
 		select {
 		case <-ctx.Done():
 			return
@@ -206,11 +186,11 @@ func (t *liveTracker) tickSoon(ctx context.Context) {
 
 // tick reads every followed build once and sends what it found in one
 // request; states are committed only once the consumer accepted it.
-func (t *liveTracker) tick(ctx context.Context) {
+func (t *Tracker) tick(ctx context.Context) {
 	if !t.haveScan {
 		return
 	}
-	now := t.r.now()
+	now := t.set.Now()
 	t.lastTick = now
 	batch := plog.NewLogs()
 	next := cloneStates(t.states)
@@ -232,12 +212,12 @@ func (t *liveTracker) tick(ctx context.Context) {
 		next[dir] = st
 	}
 	if batch.LogRecordCount() > 0 {
-		if err := t.consume(ctx, batch); err != nil {
+		if err := t.set.ConsumeLogs(ctx, batch); err != nil {
 			if !consumererror.IsPermanent(err) {
-				t.r.logger.Debug("live records not accepted; reading them again next time", zap.Error(err))
+				t.set.Logger.Debug("live records not accepted; reading them again next time", zap.Error(err))
 				return
 			}
-			t.r.logger.Warn("logs consumer rejected live records permanently; dropping them", zap.Error(err))
+			t.set.Logger.Warn("logs consumer rejected live records permanently; dropping them", zap.Error(err))
 		}
 	}
 	t.states = next
@@ -253,21 +233,21 @@ func (t *liveTracker) tick(ctx context.Context) {
 	t.metrics.add(compiles)
 	if err := t.store.save(context.WithoutCancel(ctx), t.states); err != nil && !t.warned["\x00save"] {
 		t.warned["\x00save"] = true
-		t.r.logger.Warn("cannot save live build state; after a restart some live records may be sent again", zap.Error(err))
+		t.set.Logger.Warn("cannot save live build state; after a restart some live records may be sent again", zap.Error(err))
 	}
 	t.sendMetrics(ctx, now)
 }
 
 // step reads one build's new records into batch and decides its end;
 // it reports whether the build's end record was added.
-func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState, now time.Time, batch plog.Logs, compiles *ffi.LiveOutcomes) bool {
+func (t *Tracker) step(ctx context.Context, b *liveBuild, st *liveBuildState, now time.Time, batch plog.Logs, compiles *ffi.LiveOutcomes) bool {
 	base := ffi.LiveRequest{
 		InvocationDir:      b.dir,
-		HostName:           t.r.hostName,
-		ServiceName:        t.r.cfg.ServiceName,
-		ResourceAttributes: t.r.userAttributes(),
+		HostName:           t.o.HostName,
+		ServiceName:        t.o.ServiceName,
+		ResourceAttributes: t.o.ResourceAttributes,
 		ObservedUnixNano:   uint64(now.UnixNano()),
-		MaxAttributeLen:    uint32(t.r.cfg.Limits.MaxAttributeLength),
+		MaxAttributeLen:    t.o.MaxAttributeLen,
 	}
 	emit := func(req ffi.LiveRequest) (ffi.LiveResult, bool) {
 		res, err := ffi.LiveRecords(ctx, req)
@@ -276,7 +256,7 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 			return res, false
 		}
 		for _, w := range res.Warnings {
-			t.r.logger.Debug("live build data read with a problem", zap.String("path", b.dir), zap.String("warning", w))
+			t.set.Logger.Debug("live build data read with a problem", zap.String("path", b.dir), zap.String("warning", w))
 		}
 		if res.HasLogs {
 			res.Logs.ResourceLogs().MoveAndAppendTo(batch.ResourceLogs())
@@ -291,12 +271,12 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 		}
 		st.Started = true
 	}
-	rec, settled := t.r.ledger.store.Get(b.dir)
+	rec, settled := t.set.Checkpoints.Get(b.dir)
 	timingExists := exists(filepath.Join(b.dir, discovery.TimingFile))
 	// Once timing.json exists the build's files get nothing more (ct-cake
 	// wrote it after its backend step): a last line or block is complete.
 	final := !b.running && (settled || timingExists)
-	remaining := t.cfg.MaxRecordsPerBuild
+	remaining := t.o.MaxRecordsPerBuild
 	for _, f := range t.filesOf(b) {
 		if remaining <= 0 {
 			break
@@ -361,7 +341,7 @@ func (t *liveTracker) step(ctx context.Context, b *liveBuild, st *liveBuildState
 		return false // finished, its delivery pending: the end follows it
 	}
 	age := now.Sub(time.Unix(0, st.FirstSeenNs))
-	if age > t.cfg.AbandonAfter || (t.cfg.AbandonWhenPIDGone && pidGone(b.pid) && !exists(filepath.Join(b.dir, discovery.TimingFile))) {
+	if age > t.o.AbandonAfter || (t.o.AbandonWhenPIDGone && pidGone(b.pid) && !exists(filepath.Join(b.dir, discovery.TimingFile))) {
 		return end(true, false)
 	}
 	return false
@@ -374,22 +354,14 @@ const abandonedMark = "\x00abandoned"
 // Abandoned reports whether the build ended as abandoned.
 func (s liveBuildState) Abandoned() bool { return s.Ended && s.Offsets[abandonedMark] == 1 }
 
-func (t *liveTracker) consume(ctx context.Context, ld plog.Logs) error {
-	octx := t.r.obsLogs.StartLogsOp(ctx)
-	n := ld.LogRecordCount()
-	err := t.r.logs.ConsumeLogs(octx, ld)
-	t.r.obsLogs.EndLogsOp(octx, dataFormat, n, err)
-	return err
-}
-
 // warnOnce logs msg once per key (a path, or a path and what went wrong).
-func (t *liveTracker) warnOnce(key, msg string, err error) {
+func (t *Tracker) warnOnce(key, msg string, err error) {
 	if t.warned[key] {
 		return
 	}
 	t.warned[key] = true
 	path, _, _ := strings.Cut(key, "\x00")
-	t.r.logger.Warn(msg, zap.String("path", path), zap.Error(err))
+	t.set.Logger.Warn(msg, zap.String("path", path), zap.Error(err))
 }
 
 func exists(path string) bool {

@@ -1,4 +1,4 @@
-package compiletoolsreceiver
+package livebuilds
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (m *liveMetrics) add(o ffi.LiveOutcomes) {
 }
 
 // running counts the followed builds announced and not ended.
-func (t *liveTracker) running() int {
+func (t *Tracker) running() int {
 	n := 0
 	for dir, b := range t.builds {
 		if st := t.states[dir]; b.running && st.Started && !st.Ended {
@@ -56,31 +56,31 @@ func (t *liveTracker) running() int {
 
 // sendMetrics sends the gauge and the counter when they changed, and at
 // least every poll_interval (a gauge needs points to stay visible).
-func (t *liveTracker) sendMetrics(ctx context.Context, now time.Time) {
-	if t.r.metrics == nil {
+func (t *Tracker) sendMetrics(ctx context.Context, now time.Time) {
+	if t.set.ConsumeMetrics == nil {
 		return
 	}
 	running := t.running()
 	m := &t.metrics
-	if !m.dirty && running == m.lastRunning && now.Sub(m.lastSent) < t.r.cfg.PollInterval {
+	if !m.dirty && running == m.lastRunning && now.Sub(m.lastSent) < t.o.MetricsEvery {
 		return
 	}
 	md := t.buildMetrics(running, now)
-	if err := t.r.consumeMetrics(ctx, md); err != nil {
-		t.r.logger.Debug("live metrics not accepted; sent again next time", zap.Error(err))
+	if err := t.set.ConsumeMetrics(ctx, md); err != nil {
+		t.set.Logger.Debug("live metrics not accepted; sent again next time", zap.Error(err))
 		return
 	}
 	m.lastSent, m.lastRunning, m.dirty = now, running, false
 }
 
-func (t *liveTracker) buildMetrics(running int, now time.Time) pmetric.Metrics {
+func (t *Tracker) buildMetrics(running int, now time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	res := rm.Resource().Attributes()
-	res.PutStr("service.name", t.r.cfg.ServiceName)
+	res.PutStr("service.name", t.o.ServiceName)
 	res.PutStr("service.namespace", "compiletools")
-	res.PutStr("host.name", t.r.hostName)
-	for _, a := range t.r.userAttributes() {
+	res.PutStr("host.name", t.o.HostName)
+	for _, a := range t.o.ResourceAttributes {
 		if _, builtIn := res.Get(a.Key); !builtIn {
 			res.PutStr(a.Key, a.Value)
 		}
