@@ -228,7 +228,7 @@ bench-receiver: collector venv
 ## bench-live: live builds — CPU per read with 50 running builds, and block-to-sink latency with the default intervals
 .PHONY: bench-live
 bench-live: collector venv
-	cd go-receiver && go test -run '^$$' -bench LiveTick -benchtime 200x -count 3 .
+	cd go-receiver && go test -run '^$$' -bench LiveTick -benchtime 200x -count 3 ./internal/livebuilds
 	CT_LIVE_INTERVAL=1s CT_LIVE_POLL_INTERVAL=5s OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q -s tests/e2e/test_live_builds.py
 
 clean:
