@@ -1,30 +1,23 @@
 """Load for the lb gateway: the agent's requests of one build, replayed as
-many builds with fresh trace ids, straight over OTLP/HTTP (JSON).
+many builds with fresh trace ids, straight over OTLP/HTTP.
 
 The agent parses each build (and sends at most max_concurrent_builds at
 once), so it cannot load a gateway by itself; this sends what the agent
-would send — ct-otel-dump's requests of a real corpus build — from a few
-keep-alive connections. Bounded by a build count and a time limit.
+sent — its protobuf requests of a real corpus build, captured, gzipped as
+the agent's otlp_http exporter does by default — from a few keep-alive
+connections. A trace id is 16 bytes in the protobuf; each build's copy has
+its own. Bounded by a build count and a time limit.
 """
 
+import gzip
+import hashlib
 import http.client
-import json
 import resource
-import subprocess
 import threading
 import time
 import urllib.parse
 
 import wholeness
-
-
-def _templates(dump, build, host_name):
-    """The build's trace requests as JSON text, and its trace id."""
-    out = subprocess.run([dump, "-host-name", host_name, "-signals", "traces", str(build)],
-                         check=True, capture_output=True, text=True, timeout=60).stdout
-    docs = [json.loads(line) for line in out.splitlines() if line.strip()]
-    spans = [s for d in docs for rs in d["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
-    return [json.dumps(d) for d in docs], spans[0]["traceId"], {s["spanId"] for s in spans}
 
 
 def _sender(url, bodies_for, next_build, results, lock):
@@ -36,8 +29,9 @@ def _sender(url, bodies_for, next_build, results, lock):
             if index is None:
                 return
             for body in bodies_for(index):
-                conn.request("POST", "/v1/traces", body=body.encode(),
-                             headers={"Content-Type": "application/json"})
+                conn.request("POST", "/v1/traces", body=gzip.compress(body, 6),
+                             headers={"Content-Type": "application/x-protobuf",
+                                      "Content-Encoding": "gzip"})
                 resp = conn.getresponse()
                 resp.read()
                 if resp.status != 200:
@@ -51,12 +45,17 @@ def _sender(url, bodies_for, next_build, results, lock):
         conn.close()
 
 
-def run(lb_http, dump, build, host_name, builds, seconds, senders, sink, gateways, timeout):
-    bodies, template_id, span_ids = _templates(dump, build, host_name)
-    trace_ids = [f"{0x10000000000000000000000000000000 + i:032x}" for i in range(builds)]
+def run(lb_http, bodies, template_id, span_ids, builds, seconds, senders, sink, gateways, timeout):
+    """`bodies`: the build's captured protobuf trace requests; `template_id`
+    its trace id (hex); `span_ids` the span ids (hex) of the build."""
+    template = bytes.fromhex(template_id)
+    if any(b.count(template) == 0 for b in bodies):
+        raise ValueError("a captured request does not carry the build's trace id")
+    # Like the agent's: hashes, so they spread over the ring as real ones do.
+    trace_ids = [hashlib.sha256(b"loadgen/%d" % i).digest()[:16] for i in range(builds)]
 
     def bodies_for(i):
-        return [b.replace(template_id, trace_ids[i]) for b in bodies]
+        return [b.replace(template, trace_ids[i]) for b in bodies]
 
     lock = threading.Lock()
     results = {"sent": 0, "refused": 0}
@@ -88,7 +87,7 @@ def run(lb_http, dump, build, host_name, builds, seconds, senders, sink, gateway
     self1 = resource.getrusage(resource.RUSAGE_SELF)
 
     sent = results["sent"]
-    expected = {trace_ids[i]: span_ids for i in range(sent)}
+    expected = {trace_ids[i].hex(): span_ids for i in range(sent)}
     arrived = {gw: {tid: spans for tid, spans in traces.items() if tid in expected}
                for gw, traces in sink.tally.traces_by_gateway().items()}
     problems = wholeness.trace_problems(expected, arrived)

@@ -7,7 +7,8 @@ keeps, per gateway and trace id, the span triples (span id, parent id) —
 enough to check that a trace arrived whole and on exactly one gateway.
 
 Run in-process (`Sink(port).start()`), not as a service: the smoke reads
-its tallies directly.
+its tallies directly. `Sink(port, capture=True)` instead keeps the raw trace
+requests (the agent's protobuf, for loadgen to replay).
 """
 
 import gzip
@@ -22,8 +23,12 @@ GATEWAY_HEADER = "X-Smoke-Gateway"
 class Tally:
     """What arrived, by gateway: spans per trace, metric and log requests."""
 
-    def __init__(self):
+    def __init__(self, capture=False):
         self.lock = threading.Lock()
+        # With capture: the raw trace requests as received (any encoding),
+        # and nothing is parsed.
+        self.capture = capture
+        self.captured = []
         # gateway -> trace id -> list of (span id, parent span id)
         self.spans = defaultdict(lambda: defaultdict(list))
         self.requests = defaultdict(lambda: defaultdict(int))
@@ -62,6 +67,11 @@ def _handler_for(tally):
             body = self.rfile.read(size)
             signal = self.path.rstrip("/").rsplit("/", 1)[-1]
             gateway = self.headers.get(GATEWAY_HEADER, "unnamed")
+            if tally.capture:
+                with tally.lock:
+                    if signal == "traces":
+                        tally.captured.append((self.headers.get("Content-Type"), body))
+                return self._answer(200, b"{}")
             encoding = self.headers.get("Content-Encoding", "identity")
             if encoding not in ("identity", "gzip"):
                 # The otlp_http exporter's default is gzip; the smoke sets
@@ -92,8 +102,8 @@ def _handler_for(tally):
 
 
 class Sink:
-    def __init__(self, port):
-        self.tally = Tally()
+    def __init__(self, port, capture=False):
+        self.tally = Tally(capture)
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self.tally))
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

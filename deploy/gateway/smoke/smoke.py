@@ -111,11 +111,12 @@ def lb_gateway(binary, workdir, backends):
     return Process("lb", argv, workdir, env, health), f"http://127.0.0.1:{http}", metrics
 
 
-def agent(binary, workdir, diag, lb_http):
+def agent(binary, workdir, diag, lb_http, name="agent", signals=("traces", "metrics", "logs"), **exporter_extra):
     """The agent as packaged (otlp_http, wait_for_result), on `diag`."""
     health = free_port()
     exporter = {"endpoint": lb_http, "sending_queue": {"wait_for_result": True},
-                "retry_on_failure": {"initial_interval": "200ms", "max_interval": "2s", "max_elapsed_time": "60s"}}
+                "retry_on_failure": {"initial_interval": "200ms", "max_interval": "2s", "max_elapsed_time": "60s"},
+                **exporter_extra}
     config = {
         "receivers": {"compiletools": {"include": [str(diag)], "start_at": "beginning",
                                        "poll_interval": "200ms", "host_name": HOST_NAME}},
@@ -125,12 +126,37 @@ def agent(binary, workdir, diag, lb_http):
             "extensions": ["health_check"],
             "telemetry": {"metrics": {"level": "none"}},
             "pipelines": {sig: {"receivers": ["compiletools"], "exporters": ["otlp_http"]}
-                          for sig in ("traces", "metrics", "logs")},
+                          for sig in signals},
         },
     }
-    path = Path(workdir) / "agent.yaml"
+    path = Path(workdir) / f"{name}.yaml"
     path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML
-    return Process("agent", [binary, "--config", path], workdir, {}, health)
+    return Process(name, [binary, "--config", path], workdir, {}, health)
+
+
+def capture_agent_requests(args, work):
+    """The agent's own protobuf trace requests of one copy of the build,
+    uncompressed, for loadgen: (bodies, trace id hex, span ids)."""
+    diag = work / "capture-diag"
+    diag.mkdir()
+    builds = lay_out_builds(args.case, diag, 1)
+    (trace_id, span_ids), = expected_spans(args.dump, builds).items()
+    requests = len(subprocess.run([args.dump, "-host-name", HOST_NAME, "-signals", "traces", str(builds[0])],
+                                  check=True, capture_output=True, text=True, timeout=60).stdout.splitlines())
+    sink = Sink(0, capture=True).start()
+    proc = agent(args.agent, work, diag, sink.endpoint, name="capture-agent", signals=("traces",),
+                 compression="none")
+    try:
+        proc.start()
+        if not wait_until(lambda: len(sink.tally.captured) >= requests, args.timeout, [proc]):
+            raise RuntimeError(f"the agent sent {len(sink.tally.captured)} of {requests} requests")
+    finally:
+        proc.stop()
+        sink.stop()
+    kinds = {ctype for ctype, _body in sink.tally.captured}
+    if kinds != {"application/x-protobuf"}:
+        raise RuntimeError(f"captured {kinds}, want application/x-protobuf")
+    return [body for _ctype, body in sink.tally.captured[:requests]], trace_id, span_ids
 
 
 def measure(processes):
@@ -195,8 +221,9 @@ def main():
         ag.stop()
 
         if args.load_builds and not problems:
+            bodies, trace_id, span_ids = capture_agent_requests(args, work)
             report["load"] = loadgen.run(
-                lb_http, args.dump, builds[0], HOST_NAME, args.load_builds, args.load_seconds,
+                lb_http, bodies, trace_id, span_ids, args.load_builds, args.load_seconds,
                 args.load_senders, sink, gateways, args.timeout)
             problems.extend(report["load"].pop("problems"))
     finally:
