@@ -34,7 +34,7 @@ class Process:
         self.proc = None
 
     def start(self, healthy_within=60):
-        self.log = open(self.log_path, "wb")
+        self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv, env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         if self.health_port is not None:
@@ -79,6 +79,12 @@ class Process:
         self.log.flush()
         text = self.log_path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
+
+    def kill(self):
+        """SIGKILL, as a crash: nothing of the process's shutdown runs."""
+        self.proc.kill()
+        self.proc.wait(timeout=15)
+        self.log.close()
 
     def stop(self, grace=15):
         if self.proc is None or self.proc.poll() is not None:

@@ -49,6 +49,9 @@ def parse_args():
     p.add_argument("--load-builds", type=int, default=0, help="builds loadgen sends after the smoke (0: none)")
     p.add_argument("--load-seconds", type=float, default=60, help="loadgen's time limit")
     p.add_argument("--load-senders", type=int, default=4, help="loadgen's concurrent HTTP connections")
+    p.add_argument("--kill", choices=("lb", "backend"),
+                   help="kill -9 the lb gateway or one backend once a quarter of the spans arrived, "
+                        "restart it 2 s later on the same ports; every build must still arrive whole")
     p.add_argument("--report", help="write the report (JSON) here too")
     return p.parse_args()
 
@@ -159,6 +162,21 @@ def capture_agent_requests(args, work):
     return [body for _ctype, body in sink.tally.captured[:requests]], trace_id, span_ids
 
 
+def crash_and_restart(args, victim, expected, sink, alive):
+    """kill -9 `victim` once a quarter of the expected spans arrived, then
+    start it again with the same command line and ports."""
+    want = sum(len(v) for v in expected.values()) // 4
+    others = [p for p in alive if p is not victim]
+    if not wait_until(lambda: sink.tally.span_count() >= want, args.timeout, others):
+        raise RuntimeError("a quarter of the spans never arrived; nothing to kill into")
+    at = sink.tally.span_count()
+    victim.kill()
+    time.sleep(2)
+    victim.start()
+    return {"killed": victim.name, "spans_at_sink_when_killed": at,
+            "spans_expected": sum(len(v) for v in expected.values())}
+
+
 def measure(processes):
     return {p.name: {"cpu_s": round(p.cpu_seconds(), 2), "peak_rss_mib": round(p.peak_rss_mib(), 1)}
             for p in processes if p.running()}
@@ -203,11 +221,13 @@ def main():
         cpu0 = {p.name: p.cpu_seconds() for p in gateways}
         ag = agent(args.agent, work, diag, lb_http)
         started.append(ag.start())
+        if args.kill:
+            report["kill"] = crash_and_restart(args, lb if args.kill == "lb" else gateways[0], expected, sink, started)
         done = wait_until(lambda: wholeness.complete(expected, sink.tally.traces_by_gateway()),
                           args.timeout, started)
         elapsed = time.monotonic() - t0
         arrived = sink.tally.traces_by_gateway()
-        problems = wholeness.trace_problems(expected, arrived)
+        problems = wholeness.trace_problems(expected, arrived, duplicates_allowed=bool(args.kill))
         if not done:
             problems.insert(0, f"not every span arrived within {args.timeout:.0f} s")
         report["smoke"] = {
@@ -216,6 +236,7 @@ def main():
             "requests_per_backend": {gw: dict(r) for gw, r in sorted(sink.tally.requests.items())},
             "gateway_cpu_s": {p.name: round(p.cpu_seconds() - cpu0[p.name], 2) for p in gateways},
             "processes": measure(started),
+            "duplicate_spans": wholeness.duplicate_spans(arrived),
             "problems": problems,
         }
         ag.stop()
