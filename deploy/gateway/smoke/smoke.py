@@ -45,10 +45,17 @@ def parse_args():
     p.add_argument("--workdir", required=True, help="scratch directory (emptied first)")
     p.add_argument("--builds", type=int, default=30, help="copies of the build the agent sends")
     p.add_argument("--backends", type=int, default=3)
+    p.add_argument("--request-spans", type=int, default=8,
+                   help="the agent's max_request_spans: small, so that each build is several "
+                        "requests that only trace-id routing keeps together")
+    p.add_argument("--lb-config", default=str(GATEWAY_DIR / "config-lb.yaml"),
+                   help="the lb gateway's config (another one shows the smoke failing)")
     p.add_argument("--timeout", type=float, default=180, help="seconds to wait for delivery")
     p.add_argument("--load-builds", type=int, default=0, help="builds loadgen sends after the smoke (0: none)")
     p.add_argument("--load-seconds", type=float, default=60, help="loadgen's time limit")
     p.add_argument("--load-senders", type=int, default=4, help="loadgen's concurrent HTTP connections")
+    p.add_argument("--load-request-spans", type=int, default=128,
+                   help="max_request_spans of the agent whose requests loadgen replays (128: the default)")
     p.add_argument("--kill", choices=("lb", "backend"),
                    help="kill -9 the lb gateway or one backend once a quarter of the spans arrived, "
                         "restart it 2 s later on the same ports; every build must still arrive whole")
@@ -101,7 +108,7 @@ def backend_gateway(binary, workdir, name, sink):
     return Process(name, argv, workdir, env, health), f"127.0.0.1:{grpc}"
 
 
-def lb_gateway(binary, workdir, backends):
+def lb_gateway(binary, workdir, backends, config):
     http, health, metrics = free_port(), free_port(), free_port()
     env = {
         "GATEWAY_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{free_port()}",
@@ -110,11 +117,12 @@ def lb_gateway(binary, workdir, backends):
         "GATEWAY_METRICS_PORT": str(metrics),
         "GATEWAY_BACKENDS": json.dumps({"static": {"hostnames": backends}}),
     }
-    argv = [binary, "--config", GATEWAY_DIR / "config-lb.yaml"]
+    argv = [binary, "--config", config]
     return Process("lb", argv, workdir, env, health), f"http://127.0.0.1:{http}", metrics
 
 
-def agent(binary, workdir, diag, lb_http, name="agent", signals=("traces", "metrics", "logs"), **exporter_extra):
+def agent(binary, workdir, diag, lb_http, request_spans, name="agent", signals=("traces", "metrics", "logs"),
+          **exporter_extra):
     """The agent as packaged (otlp_http, wait_for_result), on `diag`."""
     health = free_port()
     exporter = {"endpoint": lb_http, "sending_queue": {"wait_for_result": True},
@@ -122,7 +130,8 @@ def agent(binary, workdir, diag, lb_http, name="agent", signals=("traces", "metr
                 **exporter_extra}
     config = {
         "receivers": {"compiletools": {"include": [str(diag)], "start_at": "beginning",
-                                       "poll_interval": "200ms", "host_name": HOST_NAME}},
+                                       "poll_interval": "200ms", "host_name": HOST_NAME,
+                                       "max_request_spans": request_spans}},
         "exporters": {"otlp_http": exporter},
         "extensions": {"health_check": {"endpoint": f"127.0.0.1:{health}"}},
         "service": {
@@ -144,11 +153,10 @@ def capture_agent_requests(args, work):
     diag.mkdir()
     builds = lay_out_builds(args.case, diag, 1)
     (trace_id, span_ids), = expected_spans(args.dump, builds).items()
-    requests = len(subprocess.run([args.dump, "-host-name", HOST_NAME, "-signals", "traces", str(builds[0])],
-                                  check=True, capture_output=True, text=True, timeout=60).stdout.splitlines())
+    requests = -(-len(span_ids) // args.load_request_spans)
     sink = Sink(0, capture=True).start()
-    proc = agent(args.agent, work, diag, sink.endpoint, name="capture-agent", signals=("traces",),
-                 compression="none")
+    proc = agent(args.agent, work, diag, sink.endpoint, args.load_request_spans, name="capture-agent",
+                 signals=("traces",), compression="none")
     try:
         proc.start()
         if not wait_until(lambda: len(sink.tally.captured) >= requests, args.timeout, [proc]):
@@ -203,7 +211,7 @@ def main():
     builds = lay_out_builds(args.case, diag, args.builds)
     expected = expected_spans(args.dump, builds)
     report = {"builds": len(builds), "spans_per_build": sorted({len(v) for v in expected.values()}),
-              "backends": args.backends}
+              "max_request_spans": args.request_spans, "backends": args.backends}
 
     sink = Sink(0).start()
     started = []
@@ -213,13 +221,13 @@ def main():
             proc, grpc = backend_gateway(args.gateway, work, f"b{i + 1}", sink)
             started.append(proc.start())
             backends.append(grpc)
-        lb, lb_http, _lb_metrics = lb_gateway(args.gateway, work, backends)
+        lb, lb_http, _lb_metrics = lb_gateway(args.gateway, work, backends, args.lb_config)
         started.append(lb.start())
         gateways = list(started)
 
         t0 = time.monotonic()
         cpu0 = {p.name: p.cpu_seconds() for p in gateways}
-        ag = agent(args.agent, work, diag, lb_http)
+        ag = agent(args.agent, work, diag, lb_http, args.request_spans)
         started.append(ag.start())
         if args.kill:
             report["kill"] = crash_and_restart(args, lb if args.kill == "lb" else gateways[0], expected, sink, started)
