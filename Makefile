@@ -396,3 +396,48 @@ test-semconv: ct-otel-dump
 	cd tests/semconv && go test ./...
 	tests/semconv/check-corpus.sh $(abspath $(CT_OTEL_DUMP)) ../shared/corpus/cases $(BUILD_DIR)/semconv
 # --- end semconv ---
+
+# --- gateway: the tier between agents and the OTLP backend (deploy/gateway/) ---
+# Not part of `make test` (yet). See deploy/gateway/README.md.
+#   make gateway         the gateway distribution (one binary, lb and backend
+#                        roles by config) in _build/otelcol-gateway/
+#   make gateway-smoke   loopback: agent -> lb gateway -> 3 backend gateways ->
+#                        sink; every build's trace whole on exactly one backend
+#                        (GATEWAY_LOAD_BUILDS=5000: then replays the agent's
+#                        requests as that many builds and reports CPU and RSS)
+#   make check-gateway-manifests  configs and Kubernetes manifests parse, the
+#                        ConfigMap holds the configs verbatim, the gateway
+#                        validates both roles
+# Its own ocb: the gateway is pinned to core/contrib v0.160.0, the newest
+# release whose modules (loadbalancingexporter's included) are all served here.
+GATEWAY_OCB_VERSION  := v0.160.0
+GATEWAY_OCB          := $(TOOLS_DIR)/ocb-$(GATEWAY_OCB_VERSION)/builder
+GATEWAY              := $(BUILD_DIR)/otelcol-gateway/otelcol-gateway
+GATEWAY_VENV         := $(BUILD_DIR)/gateway-venv
+GATEWAY_SMOKE_CASE   ?= ../shared/corpus/cases/01-geom-shake-cold
+GATEWAY_SMOKE_BUILDS ?= 30
+GATEWAY_LOAD_BUILDS  ?= 0
+
+.PHONY: gateway gateway-smoke check-gateway-manifests
+
+$(GATEWAY_OCB):
+	mkdir -p $(dir $@)
+	GOBIN=$(abspath $(dir $@)) go install go.opentelemetry.io/collector/cmd/builder@$(GATEWAY_OCB_VERSION)
+
+gateway: $(GATEWAY_OCB)
+	mkdir -p $(BUILD_DIR)
+	$(GATEWAY_OCB) --config deploy/gateway/ocb-manifest.yaml
+
+gateway-smoke: gateway collector ct-otel-dump
+	python3 deploy/gateway/smoke/smoke.py --gateway $(GATEWAY) --agent $(COLLECTOR) --dump $(CT_OTEL_DUMP) \
+	  --case $(GATEWAY_SMOKE_CASE) --builds $(GATEWAY_SMOKE_BUILDS) --load-builds $(GATEWAY_LOAD_BUILDS) \
+	  --workdir $(BUILD_DIR)/gateway-smoke --report $(BUILD_DIR)/gateway-smoke/report.json
+
+$(GATEWAY_VENV)/.installed: deploy/gateway/requirements.txt
+	python3 -m venv $(GATEWAY_VENV)
+	$(GATEWAY_VENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/gateway/requirements.txt
+	touch $@
+
+check-gateway-manifests: gateway $(GATEWAY_VENV)/.installed
+	$(GATEWAY_VENV)/bin/python deploy/gateway/check_manifests.py --gateway $(GATEWAY)
+# --- end gateway ---
