@@ -27,6 +27,7 @@ pub mod ffi;
 pub mod history;
 pub mod ids;
 pub mod input;
+pub mod limits;
 pub mod live;
 pub mod otlp;
 pub mod outcomes;
@@ -40,7 +41,8 @@ pub mod warnings;
 
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};
+pub use limits::Limits;
 pub use pipeline::{process_build, scan_set};
 pub use request::{
-    BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, MetricIdentity, Signals, Summary, Vcs,
+    BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, MetricIdentity, Signals, Summary, Vcs,
 };

@@ -19,7 +19,7 @@ pub mod statslog;
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::request::Limits;
+use crate::limits::Limits;
 use crate::statslog::Primary;
 
 /// Which file the appended bytes come from, or which build event to emit.

@@ -172,8 +172,8 @@ fn record(event: &LiveEvent, invocation_id: &str, req: &LiveRequest, max_len: u3
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Limits;
     use crate::live::LiveKind;
-    use crate::request::Limits;
     use opentelemetry_proto::tonic::common::v1::KeyValue;
     use std::path::PathBuf;
 

@@ -223,7 +223,7 @@ fn read_build(
     let spare_quarters = if Wanted::of(req).traces { 1 } else { 0 };
     let mut text = timing::load_reserving_in(Some(&dir), &path, &req.limits, spare_quarters, &mut warnings)?;
     let timing_modified = req.build_graph.as_ref().and_then(|_| modified_in(&dir, &path));
-    let mut build = timing::decode::decode_owned(&mut text.text, &path, &req.limits, cancel, &mut warnings)?;
+    let mut build = timing::decode_owned(&mut text.text, &path, &req.limits, cancel, &mut warnings)?;
     let wanted = Wanted::of(req);
     // The model owns its data, so the text is done with before any output
     // is written: text and output never occupy memory side by side (peak
