@@ -36,6 +36,7 @@ pub mod pytext;
 pub mod request;
 pub mod retain;
 pub mod statslog;
+pub mod strings;
 pub mod timing;
 pub mod warnings;
 

@@ -25,11 +25,7 @@ pub const EVENT_BUILD_END: &str = "ct.build.end";
 
 /// Encodes `events` of `req`'s build as one `ExportLogsServiceRequest`.
 pub fn encode_live_logs(req: &LiveRequest, events: &[LiveEvent]) -> Vec<u8> {
-    let invocation_id = req
-        .invocation_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let invocation_id = crate::ids::invocation_id(&req.invocation_dir);
     let max_len = req.limits.max_attribute_len;
     let log_records = events
         .iter()

@@ -34,6 +34,9 @@ use crate::input::{read_bounded_split_scanning, InvocationDir};
 use crate::limits::Limits;
 use crate::warnings::Warnings;
 
+/// File name of the timing document inside an invocation directory.
+pub const TIMING_FILE: &str = "timing.json";
+
 /// Reads `path` within `limits.max_file_bytes` and repairs its text; the
 /// model is then decoded from the returned text with [`decode::decode`].
 pub fn load(path: &Path, limits: &Limits, warnings: &mut Warnings) -> Result<LenientText, Error> {
