@@ -20,10 +20,12 @@ own descendant (`pub use model::Model;` in `timing/mod.rs`) is its facade,
 not a dependency, and is no edge; the crate root is no node.
 
 A circle is a strongly connected component of more than one node; each is
-printed with the references behind its edges. Exit status 1 when there is
-one, 0 otherwise.
+printed with its elementary cycles and the references behind its edges.
+Exit status 1 when there is one, 0 otherwise. `--self-test` runs the
+checker on small crates whose answers are known.
 
     python3 tests/tools/check_rust_circles.py [rust/src]
+    python3 tests/tools/check_rust_circles.py --self-test
 """
 
 from __future__ import annotations
@@ -445,8 +447,9 @@ def name(path: tuple[str, ...]) -> str:
     return "::".join(path) or "crate"
 
 
-def main(argv: list[str]) -> int:
-    src = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[2] / "rust" / "src"
+def find_circles(src: Path) -> tuple[list[str], Crate, dict]:
+    """The report's lines, one `circle ...` line (then its details) per
+    circle found in the crate at `src`."""
     crate = Crate(src)
     edges = references(crate)
 
@@ -458,6 +461,7 @@ def main(argv: list[str]) -> int:
         else:
             graphs.setdefault(a[0], {}).setdefault(a, {}).setdefault(b, []).extend(refs)
 
+    lines: list[str] = []
     circles = 0
     for scope in sorted(graphs, key=lambda s: (s != "crate", s)):
         graph = graphs[scope]
@@ -465,9 +469,9 @@ def main(argv: list[str]) -> int:
         for comp in strongly_connected(nodes, graph):
             circles += 1
             where = "top-level modules" if scope == "crate" else f"files of `{scope}`"
-            print(f"circle {circles} ({where}): " + " <-> ".join(name(n) for n in comp))
+            lines.append(f"circle {circles} ({where}): " + " <-> ".join(name(n) for n in comp))
             for cycle in simple_cycles(comp, graph):
-                print("  cycle: " + " -> ".join(name(n) for n in cycle))
+                lines.append("  cycle: " + " -> ".join(name(n) for n in cycle))
             members = set(comp)
             for a in comp:
                 for b in sorted(graph.get(a, {})):
@@ -478,7 +482,91 @@ def main(argv: list[str]) -> int:
                         f"{r.file.relative_to(src.parent)}:{r.line} {r.text}" for r in refs[:3]
                     )
                     more = f" (+{len(refs) - 3} more)" if len(refs) > 3 else ""
-                    print(f"    {name(a)} -> {name(b)}: {shown}{more}")
+                    lines.append(f"    {name(a)} -> {name(b)}: {shown}{more}")
+    return lines, crate, edges
+
+
+# Small crates and the circles the checker must (or must not) find in them.
+SELF_TESTS: dict[str, tuple[dict[str, str], list[str]]] = {
+    "siblings importing each other": (
+        {
+            "lib.rs": "mod a;",
+            "a/mod.rs": "mod x;\nmod y;",
+            "a/x.rs": "use super::y::Y;\npub struct X;",
+            "a/y.rs": "pub struct Y;\npub fn f() -> super::x::X { super::x::X }",
+        },
+        ["circle 1 (files of `a`): a::x <-> a::y"],
+    ),
+    "top-level modules through the crate root's re-export": (
+        {
+            "lib.rs": "mod p;\nmod q;\npub use q::Q;",
+            "p.rs": "use crate::Q;\npub fn g() {}",
+            # A char literal that starts no string, then a path.
+            "q.rs": "pub struct Q;\nconst C: char = '\"';\npub fn f() { crate::p::g() }",
+        },
+        ["circle 1 (top-level modules): p <-> q"],
+    ),
+    "a sibling through its parent's re-export": (
+        {
+            "lib.rs": "mod a;",
+            "a/mod.rs": "mod x;\nmod y;\npub use x::X;",
+            "a/x.rs": "pub struct X;\nfn f() { super::y::g() }",
+            "a/y.rs": "use super::X;\npub fn g() {}",
+        },
+        ["circle 1 (files of `a`): a::x <-> a::y"],
+    ),
+    "comments, strings and test code name nothing": (
+        {
+            "lib.rs": "mod p;\nmod q;",
+            "p.rs": "// use crate::q::Q;\n/* crate::q::f() */\nconst S: &str = \"crate::q::Q\";\n"
+            "const R: &str = r#\"crate::q::Q\"#;\nfn c() -> char { '\\'' }\n"
+            "#[cfg(test)]\nmod tests {\n    use crate::q::Q;\n}\n"
+            "#[cfg(test)]\nfn t() { crate::q::f() }\n#[cfg(test)]\nmod more;\n"
+            "pub fn g<'a>(x: &'a str) -> &'a str { x }",
+            "p/more.rs": "use crate::q::Q;",
+            "q.rs": "pub struct Q;\npub fn f() { crate::p::g(\"\"); }",
+        },
+        [],
+    ),
+    "a child using its parent is no circle": (
+        {
+            "lib.rs": "mod a;",
+            "a/mod.rs": "mod x;\npub struct S;\npub fn run() { x::f() }",
+            "a/x.rs": "use super::S;\npub fn f() { let _ = S; }",
+        },
+        [],
+    ),
+}
+
+
+def self_test() -> int:
+    """Runs the checker on [`SELF_TESTS`]; 1 when any answer is wrong."""
+    import tempfile
+
+    failed = 0
+    for title, (files, expected) in SELF_TESTS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "src"
+            for rel, text in files.items():
+                (src / rel).parent.mkdir(parents=True, exist_ok=True)
+                (src / rel).write_text(text + "\n", encoding="utf-8")
+            lines, _, _ = find_circles(src)
+            got = [line for line in lines if line.startswith("circle ")]
+            if got != expected:
+                failed += 1
+                print(f"self-test {title!r}: expected {expected}, got:\n  " + "\n  ".join(lines))
+    print(f"self-test: {len(SELF_TESTS) - failed} of {len(SELF_TESTS)} cases right")
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    src = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[2] / "rust" / "src"
+    lines, crate, edges = find_circles(src)
+    circles = sum(1 for line in lines if line.startswith("circle "))
+    for line in lines:
+        print(line)
     if circles:
         print(f"{circles} import circle(s) in {src}: move the items to the layer that owns them")
         return 1
