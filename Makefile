@@ -30,7 +30,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build check-docs rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build check-docs check-rust-circles rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -125,7 +125,13 @@ check-docs:
 	python3 tests/tools/check_docs.py
 	python3 tests/tools/check_docs.py --self-test
 
-test: check-docs check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
+test: check-docs check-rust-circles check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
+
+## check-rust-circles: no two modules of rust/src import each other, directly
+## or through others (lib.rs: data flows one way); names each circle it finds
+check-rust-circles:
+	python3 tests/tools/check_rust_circles.py --self-test
+	python3 tests/tools/check_rust_circles.py rust/src
 
 ## lint-rust: formatting and clippy (every target, warnings are errors); the
 ## unsafe-code rules are lints of the crate itself (rust/src/lib.rs, rust/Cargo.toml)

@@ -152,19 +152,14 @@ fn main() -> ExitCode {
 
         let s = Stage::start();
         // As process_build: a large file is decoded by two threads.
-        let build = match timing::decode::decode_owned(
-            &mut text.text,
-            &path,
-            &req.limits,
-            &CancelToken::new(),
-            &mut w,
-        ) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let build =
+            match timing::decode_owned(&mut text.text, &path, &req.limits, &CancelToken::new(), &mut w) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
         s.end("decode (model)");
 
         let s = Stage::start();

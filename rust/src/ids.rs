@@ -67,8 +67,9 @@
 //! Test vectors are in this module's tests (cross-checked with Python's
 //! `hashlib`).
 
+use std::borrow::Cow;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::digest::Output;
 use sha2::{Digest, Sha256};
@@ -88,6 +89,33 @@ pub fn trace_id(host: &str, canonical_dir: &[u8], timestamp: &str) -> [u8; 16] {
     let mut id = [0u8; 16];
     hash_nonzero(&fields, &mut id);
     id
+}
+
+/// The invocation directory as the trace id names it: canonical (symlinks
+/// resolved, absolute), or as given when it cannot be canonicalised.
+pub(crate) fn canonical_dir(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// The directory name, which is the invocation id (spec §1.2).
+pub(crate) fn invocation_id(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A path's raw OS bytes, as the ids hash them.
+#[cfg(unix)]
+pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
+    Cow::Borrowed(p.as_os_str().as_bytes())
+}
+
+#[cfg(not(unix))]
+pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
+    match p.to_string_lossy() {
+        Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+        Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+    }
 }
 
 /// The span id of the event at `index_path` (empty for the root) in `trace_id`.

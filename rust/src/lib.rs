@@ -8,7 +8,25 @@
 //! for one CAS store set ([`scan_set`]); [`ffi`] exposes those two calls to
 //! the Go receiver through a C ABI that never lets a panic escape, and only
 //! decodes their requests and fills in their results. [`pytext`] holds the
-//! Python text rules compiletools' own parsers follow.
+//! Python text rules compiletools' own parsers follow. A running build's
+//! growing files take the same way: [`live`] reads their records and
+//! `pipeline::live_records` has them encoded as OTLP logs.
+//!
+//! Module map, in the order of that flow: each module uses only modules
+//! listed before it. `make check-rust-circles` keeps the flow one way: it
+//! fails on any import circle, between modules or between the files of one.
+//! 1. leaves: [`error`], [`warnings`], [`limits`] (bounds on input),
+//!    [`cancel`], [`cores`], [`ids`] (trace and span ids), [`strings`],
+//!    [`pytext`], [`retain`] (buffers kept between builds);
+//! 2. [`input`]: reading files safely and within bounds;
+//! 3. the models: [`timing`] (one build) and [`cas`] (one CAS store), then
+//!    what reads or refines a build: [`statslog`], [`outcomes`],
+//!    [`history`] (the receiver's compile history), [`analytics`], and
+//!    [`live`] (a running build);
+//! 4. [`request`]: what the receiver asks for and gets back;
+//! 5. [`otlp`]: the models as OTLP protobuf;
+//! 6. [`pipeline`]: the steps of one call, from files to bytes;
+//! 7. [`ffi`]: the C ABI over the pipeline.
 //!
 //! Unsafe code is refused everywhere but in the two places that need it:
 //! the C ABI ([`ffi`]) and the huge-page advice (`input::pages`). Every
@@ -27,6 +45,7 @@ pub mod ffi;
 pub mod history;
 pub mod ids;
 pub mod input;
+pub mod limits;
 pub mod live;
 pub mod otlp;
 pub mod outcomes;
@@ -35,12 +54,14 @@ pub mod pytext;
 pub mod request;
 pub mod retain;
 pub mod statslog;
+pub mod strings;
 pub mod timing;
 pub mod warnings;
 
 pub use cancel::CancelToken;
 pub use error::{Error, ErrorCode};
+pub use limits::Limits;
 pub use pipeline::{process_build, scan_set};
 pub use request::{
-    BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, Limits, MetricIdentity, Signals, Summary, Vcs,
+    BuildOutput, BuildRequest, CasCell, CasOutput, CasRequest, MetricIdentity, Signals, Summary, Vcs,
 };

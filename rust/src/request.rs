@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 
 use crate::cas::{CasKind, ScanLimits, StoreStats};
+// Defined in a leaf for the parsers; a request carries one.
+pub use crate::limits::Limits;
 
 /// Which OTLP signals to produce. A signal without a consumer in the
 /// collector is not asked for, so its work is skipped.
@@ -19,31 +21,6 @@ impl Signals {
         Self {
             traces: true,
             metrics: true,
-        }
-    }
-}
-
-/// Bounds on untrusted input; exceeding one is an error, never a crash or an
-/// unbounded allocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest `timing.json` (and side file) read, in bytes.
-    pub max_file_bytes: u64,
-    /// Most events (phases + rules) in one build.
-    pub max_events: u64,
-    /// Deepest nesting of events below the root.
-    pub max_depth: u32,
-    /// Longest string attribute value kept, in bytes; longer ones are cut.
-    pub max_attribute_len: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_file_bytes: 256 * 1024 * 1024,
-            max_events: 1_000_000,
-            max_depth: 64,
-            max_attribute_len: 4096,
         }
     }
 }

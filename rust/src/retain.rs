@@ -13,11 +13,11 @@
 //! capacity is at most [`MAX_CAPACITY`] and at least [`MIN_CAPACITY`]; a
 //! larger one replaces a smaller one. Reserved but untouched capacity costs
 //! no resident memory; the pages a build did touch stay resident until
-//! [`release_all`] (the receiver calls it after a poll with nothing to
-//! send): at most 4 × 96 MiB, in practice what the largest build touched
-//! (`timing_once` on the 100k-rule file: RSS 108 MiB after the builds,
-//! peak 111 MiB with or without keeping). Nothing of one
-//! build can show in the next: the text is read over the old bytes and cut
+//! the receiver releases them all (`ct_kept_buffers_release`, after a poll
+//! with nothing to send): at most 4 × 96 MiB, in practice what the largest
+//! build touched (`timing_once` on the 100k-rule file: RSS 108 MiB after
+//! the builds, peak 111 MiB with or without keeping). Nothing of one build
+//! can show in the next: the text is read over the old bytes and cut
 //! to what was read, and the tables are emptied before use.
 
 use std::sync::{Mutex, PoisonError};
@@ -97,14 +97,6 @@ pub(crate) static BYTES: Kept<u8> = Kept::new();
 /// doc); small or huge ones are simply freed.
 pub fn give_bytes(v: Vec<u8>) {
     BYTES.give(v);
-}
-
-/// Frees every buffer kept between builds and returns their capacity in
-/// bytes. The receiver calls it (`ct_kept_buffers_release`) after a poll
-/// that had no build to send, so buffers are kept while builds keep coming
-/// and an idle collector holds none of them.
-pub fn release_all() -> usize {
-    BYTES.release() + crate::timing::model::release_kept()
 }
 
 #[cfg(test)]

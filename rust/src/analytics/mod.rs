@@ -36,10 +36,12 @@ mod order;
 pub mod sweep;
 
 pub use build_graph::{BuildGraph, PathMethod};
+// The rules' times as the analytics count them; the timing model owns it,
+// since the compile history needs it too.
+pub use crate::timing::Interval;
 
-use crate::timing::clock::secs_to_ns;
 use crate::timing::naming::span_name;
-use crate::timing::{Build, Clock, Event, EventId};
+use crate::timing::{Build, Clock, EventId};
 use crate::warnings::Warnings;
 
 /// How many rules `ct.build.top_weighted_rules` lists (not `pub`: cbindgen
@@ -49,38 +51,6 @@ pub(crate) const TOP_WEIGHTED_RULES: usize = 10;
 /// Name of the phase whose wall time is the denominator of the average
 /// parallelism.
 pub const BUILD_EXECUTION_PHASE: &str = "build_execution";
-
-/// A rule's interval on the build's monotonic clock, ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Interval {
-    pub start: i64,
-    /// Never before `start`.
-    pub end: i64,
-}
-
-impl Interval {
-    /// `[start, end)`; an end before the start is taken as the start.
-    pub fn new(start: i64, end: i64) -> Self {
-        Self {
-            start,
-            end: end.max(start),
-        }
-    }
-
-    pub fn duration_ns(self) -> i64 {
-        self.end.saturating_sub(self.start)
-    }
-
-    /// Zero length: the rule took less than the clock's resolution.
-    pub fn is_instant(self) -> bool {
-        self.end == self.start
-    }
-
-    /// The interval of an event, as its span shows it.
-    pub fn of(event: &Event) -> Self {
-        Self::new(secs_to_ns(event.start()), secs_to_ns(event.end()))
-    }
-}
 
 /// The analytics of one rule span.
 #[derive(Debug, Clone, Copy, PartialEq)]

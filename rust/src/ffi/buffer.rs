@@ -95,5 +95,13 @@ impl CtBuffer {
 /// a build in flight are not touched: that build gives them back when done.
 #[no_mangle]
 pub extern "C" fn ct_kept_buffers_release() -> u64 {
-    super::guard::guard(crate::retain::release_all).map_or(0, |bytes| bytes as u64)
+    super::guard::guard(release_kept_buffers).map_or(0, |bytes| bytes as u64)
+}
+
+/// Frees every buffer kept between builds (the output bytes' and the
+/// model's tables) and returns their capacity in bytes. The receiver calls
+/// it after a poll that had no build to send, so buffers are kept while
+/// builds keep coming and an idle collector holds none of them.
+fn release_kept_buffers() -> usize {
+    crate::retain::BYTES.release() + crate::timing::model::release_kept()
 }

@@ -1,6 +1,6 @@
 //! The live-build call of the C ABI (issue 16): decodes a `CtLiveRequest`
 //! (the bytes appended to one growing file of a running build, or a
-//! build's start or end), runs [`crate::live::live_records`] and fills a
+//! build's start or end), runs [`crate::pipeline::live_records`] and fills a
 //! `CtLiveResult` with the log records and how many bytes were consumed.
 
 use super::buffer::{path_of, text_of, CtBuffer, CtByteView};
@@ -8,7 +8,8 @@ use super::export::{export, free_result, lines_buffer, optional_buffer, CallResu
 use super::{decode_pairs, CtCancel};
 use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
-use crate::live::{live_records, LiveKind, LiveOutput, LiveRequest};
+use crate::live::{LiveKind, LiveOutput, LiveRequest};
+use crate::pipeline::live_records;
 use crate::request::Limits;
 
 /// `CtLiveRequest.kind`: bytes appended to an auto `ccache.statslog`.

@@ -4,9 +4,8 @@
 
 use super::lru::TargetLru;
 use super::record::BuildKey;
-use crate::analytics::Interval;
 use crate::timing::naming::span_name;
-use crate::timing::{Build, Clock, Event, MetaValue, CACHE_LAYER_KEY};
+use crate::timing::{Build, Clock, Event, Interval, MetaValue, CACHE_LAYER_KEY};
 
 /// How many rules `ct.build.top_regressions` lists (not `pub`: cbindgen
 /// would export it into the C header).

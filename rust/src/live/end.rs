@@ -7,9 +7,9 @@ use std::path::Path;
 
 use super::{LiveEvent, LiveRequest};
 use crate::cancel::CancelToken;
-use crate::ids;
-use crate::pipeline::build::{canonical_dir, path_bytes, TIMING_FILE};
-use crate::timing::{self, clock::parse_timestamp};
+use crate::ids::{self, canonical_dir, path_bytes};
+use crate::strings::truncate;
+use crate::timing::{self, clock::parse_timestamp, TIMING_FILE};
 use crate::warnings::Warnings;
 
 /// The end event of `req`'s build. Without `link_trace` (abandoned, or no
@@ -54,7 +54,7 @@ fn timestamp_of(dir: &Path, req: &LiveRequest) -> Result<String, crate::error::E
 /// The value of the line `  "timestamp": "<string>",` among the first lines.
 fn written_timestamp(text: &str) -> Option<String> {
     const KEY: &str = "\n  \"timestamp\":";
-    let head = crate::otlp::attributes::truncate(text, 4096);
+    let head = truncate(text, 4096);
     let at = head.find(KEY)? + KEY.len();
     let rest = text[at..].trim_start();
     let mut de = serde_json::Deserializer::from_str(rest);

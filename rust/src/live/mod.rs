@@ -9,7 +9,8 @@
 //! `.ct-make-timing.<pid>.*.jsonl` (one JSON line per finished recipe,
 //! [`make_timing`]) and ninja's `.ninja_log` ([`ninja_log`]). The start and
 //! end of a build are events too; the end carries the final trace's ids
-//! ([`end`]).
+//! ([`end`]). `crate::pipeline::live_records` runs one call and has the
+//! events encoded as OTLP log records (`crate::otlp::logs`).
 
 pub mod end;
 pub mod make_timing;
@@ -18,8 +19,7 @@ pub mod statslog;
 
 use std::path::PathBuf;
 
-use crate::error::Error;
-use crate::request::Limits;
+use crate::limits::Limits;
 use crate::statslog::Primary;
 
 /// Which file the appended bytes come from, or which build event to emit.
@@ -100,7 +100,7 @@ pub struct OutcomeCounts {
 }
 
 impl OutcomeCounts {
-    fn add(&mut self, outcome: Option<Primary>) {
+    pub(crate) fn add(&mut self, outcome: Option<Primary>) {
         match outcome {
             Some(Primary::DirectCacheHit) => self.direct_hits += 1,
             Some(Primary::PreprocessedCacheHit) => self.preprocessed_hits += 1,
@@ -155,46 +155,6 @@ pub(crate) fn lines_with_ends(data: &[u8]) -> impl Iterator<Item = (&[u8], usize
         let line = &data[start..end];
         start = end;
         Some((line, end))
-    })
-}
-
-/// Runs one live call: parse, then encode the events as OTLP log records.
-pub fn live_records(req: &LiveRequest) -> Result<LiveOutput, Error> {
-    let mut warnings = Vec::new();
-    let parsed = match req.kind {
-        LiveKind::Statslog => statslog::parse(req.data, req.final_chunk, req.max_records),
-        LiveKind::MakeTiming => make_timing::parse(req.data, req.final_chunk, req.max_records),
-        LiveKind::NinjaLog => ninja_log::parse(req.data, req.final_chunk, req.max_records),
-        LiveKind::BuildStart => Parsed {
-            events: vec![LiveEvent::BuildStart],
-            ..Parsed::default()
-        },
-        LiveKind::BuildEnd => Parsed {
-            events: vec![end::end_event(req, &mut warnings)],
-            ..Parsed::default()
-        },
-    };
-    let mut outcomes = OutcomeCounts::default();
-    for e in &parsed.events {
-        if let LiveEvent::Compile { outcome, .. } = e {
-            outcomes.add(*outcome);
-        }
-    }
-    if parsed.skipped > 0 {
-        warnings.push(format!(
-            "{} line(s) of a live {:?} file were not records and were skipped",
-            parsed.skipped, req.kind
-        ));
-    }
-    let records = parsed.events.len() as u64;
-    let logs = (!parsed.events.is_empty()).then(|| crate::otlp::logs::encode_live_logs(req, &parsed.events));
-    Ok(LiveOutput {
-        logs,
-        consumed: parsed.consumed as u64,
-        records,
-        skipped: parsed.skipped,
-        outcomes,
-        warnings,
     })
 }
 

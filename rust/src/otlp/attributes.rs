@@ -5,6 +5,7 @@
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue};
 
+use crate::strings::truncate;
 use crate::timing::MetaValue;
 
 /// An attribute built directly, for keys known to be distinct (no
@@ -21,18 +22,6 @@ pub fn key_value(key: String, value: Value) -> KeyValue {
 /// clamping keeps the conversion total.
 pub fn saturating_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// Shortens `s` to at most `max` bytes without splitting a character.
-pub fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Builds attributes for one span or resource, applying the length limit to
@@ -211,15 +200,6 @@ mod tests {
 
     fn value_of(kv: &KeyValue) -> &Value {
         kv.value.as_ref().unwrap().value.as_ref().unwrap()
-    }
-
-    #[test]
-    fn truncation_respects_char_boundaries() {
-        assert_eq!(truncate("abcdef", 3), "abc");
-        assert_eq!(truncate("ab", 3), "ab");
-        assert_eq!(truncate("aé", 2), "a"); // é is 2 bytes
-        assert_eq!(truncate("€", 2), "");
-        assert_eq!(truncate("", 0), "");
     }
 
     #[test]

@@ -25,11 +25,7 @@ pub const EVENT_BUILD_END: &str = "ct.build.end";
 
 /// Encodes `events` of `req`'s build as one `ExportLogsServiceRequest`.
 pub fn encode_live_logs(req: &LiveRequest, events: &[LiveEvent]) -> Vec<u8> {
-    let invocation_id = req
-        .invocation_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let invocation_id = crate::ids::invocation_id(&req.invocation_dir);
     let max_len = req.limits.max_attribute_len;
     let log_records = events
         .iter()
@@ -172,8 +168,8 @@ fn record(event: &LiveEvent, invocation_id: &str, req: &LiveRequest, max_len: u3
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Limits;
     use crate::live::LiveKind;
-    use crate::request::Limits;
     use opentelemetry_proto::tonic::common::v1::KeyValue;
     use std::path::PathBuf;
 

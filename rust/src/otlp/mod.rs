@@ -33,7 +33,10 @@ pub use metrics::{build_metrics_request, ccache_scope_metrics, encode_metrics_re
 pub use resource::{build_resource, host_resource, store_resource, with_invocation_id};
 pub use root::{ccache_attributes, root_attributes, root_attributes_with_ccache};
 pub use snapshot::{snapshot_scope_spans, SnapshotInput};
+/// The reference encoder, for the tests and the fuzzer (see [`trace`]).
+#[cfg(any(test, fuzzing, feature = "reference-encoder"))]
+pub use trace::{build_trace_request, build_trace_request_with};
 pub use trace::{
-    build_trace_request, build_trace_request_with, encode_trace_request, encode_trace_request_into,
-    encode_trace_request_with, TraceChunks, TraceInput, TraceParts, TraceStats,
+    encode_trace_request, encode_trace_request_into, encode_trace_request_with, TraceChunks, TraceInput,
+    TraceParts, TraceStats,
 };

@@ -5,9 +5,10 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::AnyValue;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 
-use super::attributes::{key_value, truncate, AttrBuilder};
+use super::attributes::{key_value, AttrBuilder};
 use super::semconv;
 use crate::request::BuildRequest;
+use crate::strings::truncate;
 use crate::timing::Build;
 use crate::warnings::Warnings;
 

@@ -10,7 +10,7 @@
 
 use prost::encoding::{encoded_len_varint, WireType};
 
-use super::attributes::truncate;
+use crate::strings::truncate;
 use crate::timing::{MetaValue, StrArray};
 
 /// One attribute value as it goes on the wire, borrowed from the model.

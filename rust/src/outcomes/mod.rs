@@ -17,7 +17,7 @@ pub use merge::{merge, MergeStats};
 pub use parse::{parse, Outcome, Outcomes};
 
 use crate::input::{read_side_file, InvocationDir, SideFile};
-use crate::request::Limits;
+use crate::limits::Limits;
 use crate::warnings::Warnings;
 
 const OUTCOMES_FILE: SideFile = SideFile {

@@ -21,12 +21,17 @@
 //! The trace's plan (span ids, parents, counts: `otlp::trace::TracePlan`)
 //! needs only the build after step 4, its clock and its trace id; for a
 //! large build it is made on a second thread while this one does steps
-//! 5–6 and the root's attributes (`alongside`).
+//! 5–6 and the root's attributes ([`super::alongside`]).
+//!
+//! This file orchestrates; what identifies the build in its outputs (trace
+//! id, resource, the metrics' series) is [`super::identity`], and the
+//! path helpers the trace id hashes are in [`crate::ids`].
 
-use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::alongside::alongside;
 use super::history;
+use super::identity::{metric_series, Identity};
 use crate::analytics;
 use crate::cancel::CancelToken;
 use crate::error::Error;
@@ -35,7 +40,7 @@ use crate::ids;
 use crate::input::InvocationDir;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
-use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, ResourceMetrics};
+use opentelemetry_proto::tonic::metrics::v1::ResourceMetrics;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 use prost::Message;
@@ -44,18 +49,15 @@ use crate::otlp::history::history_root_attributes;
 use crate::otlp::semconv;
 use crate::otlp::trace::{encode_planned_into, TracePlan};
 use crate::otlp::{
-    analytics_root_attributes, build_resource, build_scope_metrics, ccache_scope_metrics, host_resource,
-    root_attributes_with_ccache, snapshot_scope_spans, with_invocation_id, BuildMetricsInput, MetricsInput,
-    SnapshotInput, TraceChunks, TraceInput, TraceParts, TraceStats,
+    analytics_root_attributes, build_scope_metrics, ccache_scope_metrics, root_attributes_with_ccache,
+    snapshot_scope_spans, BuildMetricsInput, MetricsInput, SnapshotInput, TraceChunks, TraceInput,
+    TraceParts, TraceStats,
 };
 use crate::outcomes;
 use crate::request::{BuildOutput, BuildRequest, MetricIdentity, Summary};
 use crate::statslog::{self, Keep, Statslog};
-use crate::timing::{self, aggregates, Build, Clock};
+use crate::timing::{self, aggregates, Build, TIMING_FILE};
 use crate::warnings::Warnings;
-
-/// File name of the timing document inside an invocation directory.
-pub const TIMING_FILE: &str = "timing.json";
 
 /// What one request asks to be produced.
 #[derive(Debug, Clone, Copy)]
@@ -223,7 +225,7 @@ fn read_build(
     let spare_quarters = if Wanted::of(req).traces { 1 } else { 0 };
     let mut text = timing::load_reserving_in(Some(&dir), &path, &req.limits, spare_quarters, &mut warnings)?;
     let timing_modified = req.build_graph.as_ref().and_then(|_| modified_in(&dir, &path));
-    let mut build = timing::decode::decode_owned(&mut text.text, &path, &req.limits, cancel, &mut warnings)?;
+    let mut build = timing::decode_owned(&mut text.text, &path, &req.limits, cancel, &mut warnings)?;
     let wanted = Wanted::of(req);
     // The model owns its data, so the text is done with before any output
     // is written: text and output never occupy memory side by side (peak
@@ -316,33 +318,6 @@ fn read_build(
 /// with other work nothing is won, and little lost.
 const PLAN_ALONGSIDE_MIN_EVENTS: usize = 8192;
 
-/// `(here(), aside())`, with `aside` run on a second thread meanwhile when
-/// `concurrent` (and a thread can be had), else here afterwards. A panic
-/// of `aside` is raised again on this thread, where the FFI's guard
-/// catches it.
-fn alongside<H, A: Send>(concurrent: bool, aside: impl Fn() -> A + Sync, here: impl FnOnce() -> H) -> (H, A) {
-    if !concurrent {
-        let h = here();
-        return (h, aside());
-    }
-    std::thread::scope(|s| {
-        let aside = &aside;
-        let helper = std::thread::Builder::new()
-            .name("ct-alongside".into())
-            .spawn_scoped(s, aside)
-            .ok();
-        let h = here();
-        let a = match helper {
-            Some(helper) => helper
-                .join()
-                .unwrap_or_else(|payload| std::panic::resume_unwind(payload)),
-            // No thread to be had (a process limit).
-            None => aside(),
-        };
-        (h, a)
-    })
-}
-
 /// What steps 5 and 6 read (module doc).
 struct Analysis<'x> {
     req: &'x BuildRequest,
@@ -412,73 +387,6 @@ impl Analysis<'_> {
             output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, id);
         }
         Ok(analytics)
-    }
-}
-
-/// What identifies one build and places it in time, shared by its trace and
-/// its metrics.
-struct Identity {
-    clock: Clock,
-    trace_id: [u8; 16],
-    /// The trace's resource (`ct.invocation_id` = the directory name).
-    resource: Resource,
-    /// Build start and end, Unix ns.
-    start: u64,
-    end: u64,
-    /// `ct.variant`, for the points of series the host's builds share.
-    variant: String,
-}
-
-impl Identity {
-    fn of(req: &BuildRequest, build: &Build, path: &Path, warnings: &mut Warnings) -> Result<Self, Error> {
-        let clock = Clock::for_build(build).map_err(|e| Error::Malformed {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let dir = canonical_dir(&req.invocation_dir);
-        let trace_id = ids::trace_id(
-            &req.host_name,
-            &path_bytes(&dir),
-            build.timestamp.as_deref().unwrap_or(""),
-        );
-        let resource = build_resource(req, build, &invocation_id(&dir), warnings);
-        let (start, end) = clock.root_interval();
-        Ok(Self {
-            clock,
-            trace_id,
-            resource,
-            start: unix_nanos(start),
-            end: unix_nanos(end),
-            variant: build.variant.clone(),
-        })
-    }
-}
-
-/// The series a build's metrics belong to: the trace's resource identified
-/// by the trace id, each point cumulative over the build (per-build
-/// identity, ct-cake's form); or the host's resource with the build's
-/// deltas and its keys on the points (series the host's builds share).
-fn metric_series(req: &BuildRequest, id: &Identity) -> history::MetricSeries {
-    if req.metric_identity == MetricIdentity::Build {
-        let resource = with_invocation_id(
-            &id.resource,
-            &ids::to_hex(&id.trace_id),
-            req.limits.max_attribute_len,
-        );
-        history::MetricSeries {
-            resource,
-            temporality: AggregationTemporality::Cumulative,
-            point_attributes: Vec::new(),
-        }
-    } else {
-        history::MetricSeries {
-            resource: host_resource(req),
-            temporality: AggregationTemporality::Delta,
-            point_attributes: vec![
-                ("ct.variant", id.variant.clone()),
-                (semconv::PIPELINE_NAME, req.pipeline_name.clone()),
-            ],
-        }
     }
 }
 
@@ -701,37 +609,6 @@ fn modified_in(dir: &InvocationDir, path: &Path) -> Option<std::time::SystemTime
     dir.open_file(path).ok()?.metadata().ok()?.modified().ok()
 }
 
-fn unix_nanos(t: i64) -> u64 {
-    u64::try_from(t).unwrap_or(0)
-}
-
-/// The invocation directory as the trace id names it: canonical (symlinks
-/// resolved, absolute), or as given when it cannot be canonicalised.
-pub(crate) fn canonical_dir(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
-}
-
-/// The directory name, which is the invocation id (spec §1.2).
-fn invocation_id(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-#[cfg(unix)]
-pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
-    use std::os::unix::ffi::OsStrExt;
-    Cow::Borrowed(p.as_os_str().as_bytes())
-}
-
-#[cfg(not(unix))]
-pub(crate) fn path_bytes(p: &Path) -> Cow<'_, [u8]> {
-    match p.to_string_lossy() {
-        Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
-        Cow::Owned(s) => Cow::Owned(s.into_bytes()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::fmt::Write as _;
@@ -834,31 +711,5 @@ mod tests {
             assert_eq!(summary_alongside, alongside.summary);
             assert_eq!(chunks_alongside, chunks_here);
         }
-    }
-
-    #[test]
-    fn alongside_runs_aside_on_another_thread_only_when_asked() {
-        let me = std::thread::current().id();
-        let (here, aside) = alongside(
-            true,
-            || std::thread::current().id(),
-            || std::thread::current().id(),
-        );
-        assert_eq!(here, me);
-        assert_ne!(aside, me);
-        let (here, aside) = alongside(
-            false,
-            || std::thread::current().id(),
-            || std::thread::current().id(),
-        );
-        assert_eq!((here, aside), (me, me));
-    }
-
-    #[test]
-    fn a_panic_aside_comes_back_to_the_calling_thread() {
-        // As the FFI's guard catches it: catch_unwind on the calling thread.
-        let caught = std::panic::catch_unwind(|| alongside(true, || panic!("planning failed"), || 1));
-        let payload = caught.unwrap_err();
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"planning failed"));
     }
 }

@@ -5,9 +5,15 @@
 //! fills in what they return; tests, examples and benches call them
 //! directly.
 
-pub(crate) mod build;
+mod alongside;
+mod build;
 mod cas;
 mod history;
+mod identity;
+mod live;
 
-pub use build::{open_build, process_build, BuildStream, TIMING_FILE};
+pub use build::{open_build, process_build, BuildStream};
 pub use cas::scan_set;
+pub use live::live_records;
+// Where the file name has always been public; the timing module owns it.
+pub use crate::timing::TIMING_FILE;

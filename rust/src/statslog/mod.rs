@@ -17,12 +17,21 @@ pub mod summary;
 use std::path::Path;
 
 pub use attribution::attribute;
-pub use parse::{parse, parse_counts, Block, EventCount, Primary, Statslog};
+pub use parse::{parse, parse_counts, Block, Primary, Statslog};
 pub use summary::CcacheSummary;
 
 use crate::input::{read_side_file, InvocationDir, SideFile};
-use crate::request::Limits;
+use crate::limits::Limits;
 use crate::warnings::Warnings;
+
+/// One event name and how often it was counted: what [`parse`](mod@parse)
+/// produces and [`summary`] reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventCount {
+    pub name: String,
+    /// Always ≥ 1.
+    pub count: u64,
+}
 
 /// What [`load`] keeps besides the counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

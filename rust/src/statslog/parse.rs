@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 
 use super::summary::CcacheSummary;
+use super::EventCount;
 use crate::pytext::{is_python_whitespace, strip, universal_lines};
 
 /// The primary outcome of one cacheable ccache call: exactly one per call
@@ -52,14 +53,6 @@ impl Primary {
             Primary::CacheMiss => "compiled",
         }
     }
-}
-
-/// One event name and how often it was counted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventCount {
-    pub name: String,
-    /// Always ≥ 1.
-    pub count: u64,
 }
 
 /// The events between one `# <path>` header and the next.

@@ -2,7 +2,7 @@
 //! attributes, the two hit-rate gauges of spec §3.5, and `H` of the
 //! `ct.build.*` aggregates.
 
-use super::parse::EventCount;
+use super::EventCount;
 use crate::timing::CcacheHits;
 
 /// The statslog counts compiletools summarises; every other event name only

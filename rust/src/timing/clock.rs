@@ -31,6 +31,39 @@ pub fn secs_to_ns(s: f64) -> i64 {
     (s * 1e9).round() as i64
 }
 
+/// A rule's interval on the build's monotonic clock, ns (the build
+/// analytics' and the compile history's measure of a rule).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Interval {
+    pub start: i64,
+    /// Never before `start`.
+    pub end: i64,
+}
+
+impl Interval {
+    /// `[start, end)`; an end before the start is taken as the start.
+    pub fn new(start: i64, end: i64) -> Self {
+        Self {
+            start,
+            end: end.max(start),
+        }
+    }
+
+    pub fn duration_ns(self) -> i64 {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// Zero length: the rule took less than the clock's resolution.
+    pub fn is_instant(self) -> bool {
+        self.end == self.start
+    }
+
+    /// The interval of an event, as its span shows it.
+    pub fn of(event: &Event) -> Self {
+        Self::new(secs_to_ns(event.start()), secs_to_ns(event.end()))
+    }
+}
+
 /// Why a build's times cannot be placed on the wall clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClockError {

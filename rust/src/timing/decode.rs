@@ -27,7 +27,7 @@ use super::model::{Build, EventData, Run, NO_EVENT};
 use super::split::MARKER;
 use crate::cancel::CancelToken;
 use crate::error::Error;
-use crate::request::Limits;
+use crate::limits::Limits;
 use crate::warnings::Warnings;
 
 /// How often (in events) the cancel token is polled.
@@ -58,38 +58,9 @@ pub fn decode(
     }
 }
 
-/// [`decode`] for text the caller owns: a large file is decoded by two
-/// threads (see [`super::two_halves`]), which rewrite a few bytes of it
-/// while they run. The text is the same again when this returns, and so
-/// are the model, the warnings and the errors.
-pub fn decode_owned(
-    text: &mut String,
-    path: &Path,
-    limits: &Limits,
-    cancel: &CancelToken,
-    warnings: &mut Warnings,
-) -> Result<Build, Error> {
-    // Size first: asking for the CPUs reads cgroup files, which no small
-    // build should pay for.
-    if text.len() < super::split::MIN_SPLIT_TEXT || !crate::cores::second_core() {
-        return decode(text, path, limits, cancel, warnings);
-    }
-    check_text_len(text, path)?;
-    match super::two_halves::decode(text, super::split::MIN_SPLIT_TEXT, limits, cancel) {
-        Ok(Some((build, w))) => {
-            warnings.extend(w);
-            Ok(build)
-        }
-        Err(PartFailed::Cancelled) => Err(Error::Cancelled),
-        // Not shaped for a split, or something to report: one piece, which
-        // finds exactly what a file has to say.
-        Ok(None) | Err(PartFailed::NotDecoded) => decode(text, path, limits, cancel, warnings),
-    }
-}
-
 /// Every offset of the model is a u32; the strings and tables it fills
 /// from the text are never larger than the text itself.
-fn check_text_len(text: &str, path: &Path) -> Result<(), Error> {
+pub(super) fn check_text_len(text: &str, path: &Path) -> Result<(), Error> {
     if u32::try_from(text.len()).is_err() {
         return Err(Error::LimitExceeded {
             path: path.to_path_buf(),

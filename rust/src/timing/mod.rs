@@ -1,8 +1,9 @@
 //! `timing.json`: the model of one build and its lenient decoder.
 //!
 //! [`load`] is the entry point: bytes on disk → repaired text
-//! ([`text`]) → typed model ([`decode`], [`model`]), which owns its data so
-//! that the text can be freed right after decoding. The other
+//! ([`text`]) → typed model ([`decode`], [`model`]; [`decode_owned`] for a
+//! large text, on two threads), which owns its data so that the text can
+//! be freed right after decoding. The other
 //! modules interpret the model: wall-clock times ([`clock`]), span names
 //! ([`naming`]) and the root aggregates ([`aggregates`]).
 
@@ -22,15 +23,19 @@ mod two_halves;
 use std::path::Path;
 
 pub use aggregates::{BuildAggregates, CcacheHits};
-pub use clock::Clock;
+pub use clock::{Clock, Interval};
 pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
 pub use result::{build_result, BuildResult};
 pub use text::{LenientText, TextScan};
+pub use two_halves::decode_owned;
 
 use crate::error::Error;
 use crate::input::{read_bounded_split_scanning, InvocationDir};
-use crate::request::Limits;
+use crate::limits::Limits;
 use crate::warnings::Warnings;
+
+/// File name of the timing document inside an invocation directory.
+pub const TIMING_FILE: &str = "timing.json";
 
 /// Reads `path` within `limits.max_file_bytes` and repairs its text; the
 /// model is then decoded from the returned text with [`decode::decode`].

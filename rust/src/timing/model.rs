@@ -88,8 +88,8 @@ static KEPT_STRINGS: Kept<u8> = Kept::new();
 static KEPT_EVENTS: Kept<EventData> = Kept::new();
 static KEPT_META: Kept<MetaEntry> = Kept::new();
 
-/// Frees the model's kept tables (see [`crate::retain::release_all`]);
-/// returns their capacity in bytes.
+/// Frees the model's kept tables (the FFI's `ct_kept_buffers_release`
+/// frees every kept buffer); returns their capacity in bytes.
 pub(crate) fn release_kept() -> usize {
     KEPT_STRINGS.release() + KEPT_EVENTS.release() + KEPT_META.release()
 }
@@ -696,7 +696,7 @@ pub(crate) fn parse_for_test(json: &str) -> Build {
     super::decode::decode(
         json,
         std::path::Path::new("test/timing.json"),
-        &crate::request::Limits::default(),
+        &crate::limits::Limits::default(),
         &crate::cancel::CancelToken::new(),
         &mut warnings,
     )

@@ -13,12 +13,46 @@
 //! and the caller decodes the text in one piece, which finds exactly what
 //! the file has to say.
 
-use super::decode::{decode_arrays, decode_first, ArrayPart, FirstPart, PartFailed};
+use std::path::Path;
+
+use super::decode::{
+    check_text_len, decode as decode_whole, decode_arrays, decode_first, ArrayPart, FirstPart, PartFailed,
+};
 use super::model::{Build, NO_EVENT};
 use super::split::{self, SplitText};
 use crate::cancel::CancelToken;
-use crate::request::Limits;
+use crate::error::Error;
+use crate::limits::Limits;
 use crate::warnings::Warnings;
+
+/// [`super::decode::decode`] for text the caller owns: a large file is
+/// decoded by two threads (this module), which rewrite a few bytes of it
+/// while they run. The text is the same again when this returns, and so
+/// are the model, the warnings and the errors.
+pub fn decode_owned(
+    text: &mut String,
+    path: &Path,
+    limits: &Limits,
+    cancel: &CancelToken,
+    warnings: &mut Warnings,
+) -> Result<Build, Error> {
+    // Size first: asking for the CPUs reads cgroup files, which no small
+    // build should pay for.
+    if text.len() < split::MIN_SPLIT_TEXT || !crate::cores::second_core() {
+        return decode_whole(text, path, limits, cancel, warnings);
+    }
+    check_text_len(text, path)?;
+    match decode(text, split::MIN_SPLIT_TEXT, limits, cancel) {
+        Ok(Some((build, w))) => {
+            warnings.extend(w);
+            Ok(build)
+        }
+        Err(PartFailed::Cancelled) => Err(Error::Cancelled),
+        // Not shaped for a split, or something to report: one piece, which
+        // finds exactly what a file has to say.
+        Ok(None) | Err(PartFailed::NotDecoded) => decode_whole(text, path, limits, cancel, warnings),
+    }
+}
 
 /// Decodes `text` in two parts when it is at least `min_len` bytes and
 /// shaped for it; the text is restored before this returns.

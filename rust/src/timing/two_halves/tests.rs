@@ -7,7 +7,8 @@ use memchr::memmem;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::timing::decode::{decode as decode_whole, decode_owned};
+use crate::timing::decode::decode as decode_whole;
+use crate::timing::decode_owned;
 
 /// Everything the model says, slot by slot (table positions of strings
 /// and metadata differ between the two decodes and say nothing).

@@ -1,0 +1,336 @@
+//! The three encoders against each other: the wire encoder's and the
+//! chunks' bytes are the reference encoder's.
+
+use serde_json::json;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::{ScopeSpans, Span};
+use prost::Message;
+
+use super::encode::SHRINK_SLACK;
+use super::*;
+use crate::otlp::scope::scope;
+use crate::timing::model::parse_for_test;
+use crate::timing::Build;
+use crate::warnings::Warnings;
+
+fn input<'x>(build: &'x Build, clock: &'x Clock, resource: Resource) -> TraceInput<'x> {
+    TraceInput {
+        build,
+        clock,
+        trace_id: [9; 16],
+        resource,
+        root_attributes: vec![KeyValue {
+            key: "r".into(),
+            ..Default::default()
+        }],
+        max_attribute_len: 64,
+        analytics: None,
+        root_span_server: false,
+    }
+}
+
+fn sample_build(rules: usize) -> Build {
+    let rule = |i: usize| {
+        json!({
+            "name": format!("r{i}.cpp"),
+            "rule_type": "compile",
+            "source": format!("/s/d{}/r{i}.cpp", i % 7),
+            "start_s": 101.0 + i as f64 * 1e-3,
+            "end_s": 102.0,
+            "metadata": {"cas.hit": i % 2 == 0},
+        })
+    };
+    let doc = json!({
+        "timestamp": "2026-11-30T03:43:45+00:00",
+        "start_s": 100.0,
+        "total_elapsed_s": 10.0,
+        "phases": [{
+            "name": "build_execution",
+            "start_s": 100.5,
+            "end_s": 109.0,
+            "rules": (0..rules).map(rule).collect::<Vec<_>>(),
+        }],
+    });
+    parse_for_test(&doc.to_string())
+}
+
+#[test]
+fn streamed_bytes_equal_prost_encoding() {
+    // Sizes around the varint boundaries of the two streamed lengths.
+    for rules in [0, 1, 2, 100, 2000] {
+        let build = sample_build(rules);
+        let clock = Clock::for_build(&build).unwrap();
+        let resource = Resource {
+            attributes: vec![KeyValue {
+                key: "service.name".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let (request, stats_a) =
+            build_trace_request(input(&build, &clock, resource.clone()), &mut Warnings::new());
+        // Size hints whose varint estimate is right, too small, too big.
+        for hint in [0, 1 << 20, 1 << 30] {
+            let (bytes, stats_b) = encode_trace_request(
+                input(&build, &clock, resource.clone()),
+                hint,
+                &mut Warnings::new(),
+            );
+            assert_eq!(stats_a, stats_b);
+            assert_eq!(bytes, request.encode_to_vec(), "{rules} rules, hint {hint}");
+        }
+        // A reused buffer: old contents never leak into the output.
+        let (bytes, _) = encode_trace_request_into(
+            input(&build, &clock, resource.clone()),
+            &[],
+            vec![0xAA; 3 << 20],
+            &mut Warnings::new(),
+        );
+        assert_eq!(bytes, request.encode_to_vec(), "{rules} rules, reused buffer");
+        assert!(bytes.capacity() - bytes.len() <= SHRINK_SLACK);
+        assert_eq!(stats_a.spans, rules as u64 + 2);
+    }
+}
+
+#[test]
+fn only_the_root_becomes_server() {
+    let build = sample_build(3);
+    let clock = Clock::for_build(&build).unwrap();
+    for server in [false, true] {
+        let mut i = input(&build, &clock, Resource::default());
+        i.root_span_server = server;
+        let (request, _) = build_trace_request(i, &mut Warnings::new());
+        let kinds: Vec<i32> = request.resource_spans[0].scope_spans[0]
+            .spans
+            .iter()
+            .map(|s| s.kind)
+            .collect();
+        let root = if server {
+            SpanKind::Server
+        } else {
+            SpanKind::Internal
+        };
+        assert_eq!(kinds[0], root as i32);
+        assert!(
+            kinds[1..].iter().all(|k| *k == SpanKind::Internal as i32),
+            "{kinds:?}"
+        );
+        assert_eq!(kinds.len(), 5);
+    }
+}
+
+#[test]
+fn extra_scope_spans_encode_like_prost() {
+    let extra = vec![ScopeSpans {
+        scope: Some(scope("compiletools.ccache")),
+        spans: vec![Span {
+            name: "ct.ccache.snapshot".into(),
+            span_id: vec![1; 8],
+            ..Default::default()
+        }],
+        schema_url: String::new(),
+    }];
+    for rules in [0, 3, 2000] {
+        let build = sample_build(rules);
+        let clock = Clock::for_build(&build).unwrap();
+        let (request, stats_a) = build_trace_request_with(
+            input(&build, &clock, Resource::default()),
+            extra.clone(),
+            &mut Warnings::new(),
+        );
+        let (bytes, stats_b) = encode_trace_request_with(
+            input(&build, &clock, Resource::default()),
+            &extra,
+            0,
+            &mut Warnings::new(),
+        );
+        assert_eq!(stats_a, stats_b);
+        assert_eq!(stats_a.spans, rules as u64 + 3);
+        assert_eq!(bytes, request.encode_to_vec(), "{rules} rules");
+        assert_eq!(request.resource_spans[0].scope_spans.len(), 2);
+    }
+}
+
+/// Rules whose metadata collides with every built-in key, values of
+/// every type, cut strings, unsupported values, an empty key, a test
+/// rule and a rule without target: the wire encoder must give prost's
+/// bytes for all of them.
+fn tricky_build() -> Build {
+    let doc = json!({
+        "timestamp": "2026-11-30T03:43:45+00:00",
+        "start_s": 100.0,
+        "total_elapsed_s": 10.0,
+        "phases": [{
+            "name": "build_execution",
+            "start_s": 100.5,
+            "end_s": 109.0,
+            "metadata": {"phase.key": "v", "n": null},
+            "rules": [
+                {"name": "a.cpp", "rule_type": "compile", "target": "/o/a.o", "source": "/s/a.cpp",
+                 "start_s": 101.0, "end_s": 102.0,
+                 "metadata": {"ct.target": 7, "ct.rule.weighted_s": "x", "cicd.pipeline.task.name": "y",
+                              "": "empty key", "obj": {"a": 1}, "mixed": [1, "a"],
+                              "s": "a string much longer than the limit of sixty-four bytes, cut there",
+                              "b": false, "i": -5, "d": 0.0, "ba": [true, false], "ia": [0, -1, 300],
+                              "da": [1.5], "sa": ["x", "", "é".repeat(40)], "e": []}},
+                {"name": "t", "rule_type": "test", "target": "bin/t", "start_s": 102.0, "end_s": 103.0,
+                 "metadata": {"ct.rule_type": "override", "ct.critical_path": false}},
+                {"name": "m", "rule_type": "mkdir", "start_s": 103.0, "end_s": 103.0,
+                 "children": [{"name": "c", "rule_type": "x", "start_s": 103.0, "end_s": 103.0}]},
+                {"name": "unanchored", "rule_type": "compile", "start_s": 0.0, "end_s": 1.0},
+                {"name": "early", "rule_type": "compile", "start_s": 101.0, "end_s": 100.0}
+            ],
+        }, {"name": "postbuild_scripts", "start_s": 109.0, "end_s": 109.5}],
+    });
+    parse_for_test(&doc.to_string())
+}
+
+#[test]
+fn wire_encoder_equals_prost_on_tricky_attributes() {
+    let build = tricky_build();
+    let clock = Clock::for_build(&build).unwrap();
+    let analytics = crate::analytics::analyze(&build, &clock);
+    for with_analytics in [false, true] {
+        let make = || {
+            let mut i = input(&build, &clock, Resource::default());
+            i.analytics = with_analytics.then_some(&analytics);
+            i
+        };
+        let (request, stats_a) = build_trace_request(make(), &mut Warnings::new());
+        let (bytes, stats_b) = encode_trace_request(make(), 0, &mut Warnings::new());
+        assert_eq!(stats_a, stats_b);
+        assert_eq!(stats_a.dropped_attributes, 2);
+        assert_eq!(stats_a.unanchored_rules, 1);
+        assert_eq!(bytes, request.encode_to_vec(), "analytics {with_analytics}");
+    }
+}
+
+fn parts(build: Build, extra: Vec<ScopeSpans>) -> TraceParts {
+    let clock = Clock::for_build(&build).unwrap();
+    let analytics = crate::analytics::analyze(&build, &clock);
+    TraceParts {
+        build,
+        clock,
+        analytics,
+        trace_id: [9; 16],
+        resource: Resource {
+            attributes: vec![KeyValue {
+                key: "service.name".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+        root_attributes: vec![KeyValue {
+            key: "r".into(),
+            ..Default::default()
+        }],
+        max_attribute_len: 64,
+        root_span_server: false,
+        extra,
+    }
+}
+
+/// The whole request the chunks must add up to, from the reference
+/// encoder.
+fn whole(p: &TraceParts) -> ExportTraceServiceRequest {
+    let i = TraceInput {
+        build: &p.build,
+        clock: &p.clock,
+        trace_id: p.trace_id,
+        resource: p.resource.clone(),
+        root_attributes: p.root_attributes.clone(),
+        max_attribute_len: p.max_attribute_len,
+        analytics: Some(&p.analytics),
+        root_span_server: p.root_span_server,
+    };
+    build_trace_request_with(i, p.extra.clone(), &mut Warnings::new()).0
+}
+
+fn snapshot_scope() -> ScopeSpans {
+    ScopeSpans {
+        scope: Some(scope("compiletools.ccache")),
+        spans: vec![Span {
+            name: "ct.ccache.snapshot".into(),
+            span_id: vec![1; 8],
+            ..Default::default()
+        }],
+        schema_url: String::new(),
+    }
+}
+
+#[test]
+fn chunks_cut_the_whole_trace_at_span_boundaries() {
+    for (rules, extra) in [
+        (0, vec![]),
+        (5, vec![snapshot_scope()]),
+        (300, vec![]),
+        (300, vec![snapshot_scope()]),
+    ] {
+        let build = if rules == 5 {
+            tricky_build()
+        } else {
+            sample_build(rules)
+        };
+        let p = parts(build, extra);
+        let reference = whole(&p);
+        let rs = &reference.resource_spans[0];
+        // (scope name, span) in trace order.
+        let expected: Vec<(String, Span)> = rs
+            .scope_spans
+            .iter()
+            .flat_map(|ss| {
+                let name = ss.scope.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                ss.spans.iter().map(move |sp| (name.clone(), sp.clone()))
+            })
+            .collect();
+        for max in [0, 1, 2, 3, 7, 128, 1000] {
+            let chunks = TraceChunks::new(parts_clone(&p), max, &mut Warnings::new());
+            assert_eq!(chunks.stats().spans as usize, expected.len());
+            let mut got = Vec::new();
+            for k in 0..chunks.len() {
+                let bytes = chunks.chunk(k).unwrap();
+                assert_eq!(chunks.chunk(k).unwrap(), bytes, "chunk {k} is not deterministic");
+                let req = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+                assert_eq!(req.resource_spans.len(), 1);
+                let chunk_rs = &req.resource_spans[0];
+                assert_eq!(chunk_rs.resource, rs.resource, "chunk {k} lacks the resource");
+                let n: usize = chunk_rs.scope_spans.iter().map(|ss| ss.spans.len()).sum();
+                assert!(
+                    n >= 1 && (max == 0 || n <= max),
+                    "chunk {k} has {n} spans (max {max})"
+                );
+                for ss in &chunk_rs.scope_spans {
+                    assert!(!ss.spans.is_empty(), "empty scope in chunk {k}");
+                    let name = ss.scope.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                    got.extend(ss.spans.iter().map(|sp| (name.clone(), sp.clone())));
+                }
+            }
+            assert!(chunks.chunk(chunks.len()).is_none());
+            assert_eq!(got, expected, "{rules} rules, max {max}");
+            // Every parent is in the same chunk or an earlier one.
+            let mut seen = std::collections::HashSet::new();
+            for (_, span) in &got {
+                assert!(span.parent_span_id.is_empty() || seen.contains(&span.parent_span_id));
+                seen.insert(span.span_id.clone());
+            }
+        }
+    }
+}
+
+fn parts_clone(p: &TraceParts) -> TraceParts {
+    TraceParts {
+        build: p.build.clone(),
+        clock: p.clock,
+        analytics: p.analytics.clone(),
+        trace_id: p.trace_id,
+        resource: p.resource.clone(),
+        root_attributes: p.root_attributes.clone(),
+        max_attribute_len: p.max_attribute_len,
+        root_span_server: p.root_span_server,
+        extra: p.extra.clone(),
+    }
+}
