@@ -273,7 +273,7 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PARALLEL=$(FUZZ_PARALLEL) rust/fuzz/run.sh $(FUZZ_TARGETS)
 
 prop-long:
-	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test prop_timing --test prop_side_files --test prop_analytics
+	PROPTEST_CASES=$(PROPTEST_CASES) cargo test --locked -p compiletools-core --test tests -- prop_timing:: prop_side_files:: prop_analytics::
 # --- end benchmarks and fuzzing ---
 
 # --- cas benchmark ---

@@ -3,7 +3,7 @@
 //! count, and every corpus case against an independent reading of its spans
 //! (`common::analytics`). Generated builds are in `prop_analytics.rs`.
 
-mod common;
+use crate::common;
 
 use common::analytics::{check, tolerance_ns, CRITICAL_PATH, ROOT_KEYS, RULE_WEIGHTED_S};
 use common::fixture::{attr, span, timing_doc, Fixture};

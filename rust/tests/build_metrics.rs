@@ -7,7 +7,7 @@
 //! Also: what the host identity changes (resource, temporality, point keys),
 //! and that without the flag the request is ct-cake's, unchanged.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

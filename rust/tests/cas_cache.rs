@@ -9,7 +9,7 @@
 //! scan are not kept) does not hide the reuse; one test checks that rule
 //! itself with a shard modified "now".
 
-mod cas_support;
+use crate::cas_support;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

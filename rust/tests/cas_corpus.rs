@@ -12,7 +12,7 @@
 //! must produce instead. Totals (entries, bytes) are always compared. The
 //! corpus has no pch/pcm stores.
 
-mod cas_support;
+use crate::cas_support;
 
 use cas_support::{case_name, cases, materialize, parse_listing, read_json, reported, Five};
 use compiletools_core::cas::{scan_store, CasKind};

@@ -15,7 +15,7 @@
 //! machines without Python; under `CI=true` a missing tool fails instead,
 //! so CI cannot pass without running the comparison.
 
-mod cas_support;
+use crate::cas_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

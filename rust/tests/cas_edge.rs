@@ -12,7 +12,7 @@ use compiletools_core::cas::{
 };
 use compiletools_core::{CancelToken, Error};
 
-mod unprivileged;
+use crate::unprivileged;
 
 // ------------------------------------------------------------------ helpers
 
@@ -620,7 +620,7 @@ fn oversized_manifest_is_not_read() {
 fn unreadable_shard_is_skipped_and_unreadable_cell_is_an_error() {
     // As root (CI) the body runs in a child process as `nobody`.
     unprivileged::run_unprivileged(
-        "unreadable_shard_is_skipped_and_unreadable_cell_is_an_error",
+        "cas_edge::unreadable_shard_is_skipped_and_unreadable_cell_is_an_error",
         || {
             use std::os::unix::fs::PermissionsExt;
             let c = Cell::new();

@@ -9,7 +9,7 @@
 //! for the case ([`inputs_of`]), and must equal the reference's minus the
 //! keys listed in [`NOT_SENT`]; so everything that differs is a bug.
 
-mod cas_support;
+use crate::cas_support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! aggregates, per-TU attribution, metrics, metrics-as-spans) and
 //! `rule_outcomes.log`, through the signals and flags the receiver sets.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! metrics (or metrics-as-spans snapshot), given the case's statslog and
 //! outcomes log. What may differ is the one list in common/intended.rs.
 
-mod common;
+use crate::common;
 
 use common::intended::{self, Tally, INTENDED_DIFFERENCES};
 use common::reference::{cases_with_reference, check_case};

@@ -13,7 +13,7 @@
 //!
 //! `PROPTEST_CASES=N` runs more cases.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

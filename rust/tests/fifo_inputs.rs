@@ -7,7 +7,7 @@
 //! that, when missed, opens the FIFOs for writing to free the call and
 //! fails the test instead of hanging it.
 
-mod common;
+use crate::common;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;

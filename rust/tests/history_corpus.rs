@@ -4,7 +4,7 @@
 //! timing.json files; every case in build order runs through one history
 //! with consistent sums and identical re-reads.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

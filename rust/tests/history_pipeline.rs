@@ -3,7 +3,7 @@
 //! saved (spans, root, metric), a re-read gives the same bytes, and a build
 //! is only remembered once committed.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

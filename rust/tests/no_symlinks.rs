@@ -4,7 +4,7 @@
 //! one, is refused without reading the file it points at. Each target here
 //! holds a secret the output must never carry.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -3,14 +3,14 @@
 //! Not a benchmark harness and not asserted; run it on demand:
 //!
 //! ```sh
-//! cargo test --release --test perf -- --ignored --nocapture
+//! cargo test --release --test tests -- --ignored --nocapture perf::
 //! ```
 //!
 //! `CT_PERF_TIMING=<file>` uses an existing timing.json; otherwise
 //! `gen_timing.py` from the corpus makes one with `CT_PERF_RULES` rules
 //! (default 100 000).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -154,7 +154,7 @@ fn stages(dir: &std::path::Path) {
 ///
 /// ```sh
 /// CT_PERF_TIMING=target/bench-inputs/timing-100000.json \
-///     cargo test --release --test perf -- --ignored --nocapture analytics_share
+///     cargo test --release --test tests -- --ignored --nocapture perf::analytics_share
 /// ```
 #[test]
 #[ignore = "slow; run with --release --ignored --nocapture"]
@@ -254,7 +254,7 @@ fn analytics_share_of_process_build() {
 ///
 /// ```sh
 /// CT_PERF_TIMING=target/bench-inputs/timing-100000.json \
-///     cargo test --release --test perf -- --ignored --nocapture exact_path_share
+///     cargo test --release --test tests -- --ignored --nocapture perf::exact_path_share
 /// ```
 #[test]
 #[ignore = "slow; run with --release --ignored --nocapture"]

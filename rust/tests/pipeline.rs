@@ -1,7 +1,7 @@
 //! `process_build` on synthetic files: tree shape, time, leniency, errors,
 //! limits, ids.
 
-mod common;
+use crate::common;
 
 use common::fixture::{attr, names, span, timing_doc, wall_ns, Fixture, INVOCATION_ID};
 use compiletools_core::{process_build, BuildRequest, CancelToken, Error, Limits, Signals};

@@ -15,7 +15,7 @@
 //!
 //! `PROPTEST_CASES=N` runs more cases (`make prop-long`).
 
-mod common;
+use crate::common;
 
 use common::analytics::{check, tolerance_ns, Found};
 use common::fixture::Fixture;

@@ -6,7 +6,9 @@
 //! the one the same build gave before anything was kept, whatever the
 //! previous build left behind (a larger or a smaller build, other strings).
 //!
-//! Its own test binary: the kept buffers are per process.
+//! Its own test binary (a `[[test]]` of Cargo.toml, not a module of
+//! `tests.rs`): the kept buffers are per process, and another test's build
+//! running in the same process could take one between two steps here.
 
 use std::path::Path;
 

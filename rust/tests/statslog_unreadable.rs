@@ -3,8 +3,8 @@
 //! permission error (spec §4.3: a statslog never fails a build, but losing
 //! one the receiver was told about is worth a line).
 
-mod common;
-mod unprivileged;
+use crate::common;
+use crate::unprivileged;
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -28,7 +28,8 @@ fn root_ccache_keys(out: &BuildOutput) -> Vec<String> {
 #[test]
 fn unreadable_statslog_is_empty_with_one_warning() {
     // As root (CI) the body runs in a child process as `nobody`.
-    unprivileged::run_unprivileged("unreadable_statslog_is_empty_with_one_warning", || {
+    let name = "statslog_unreadable::unreadable_statslog_is_empty_with_one_warning";
+    unprivileged::run_unprivileged(name, || {
         let fx = Fixture::new(timing_doc("[]"));
         let side = tempfile::tempdir().unwrap();
         let statslog = side.path().join("ccache.statslog");

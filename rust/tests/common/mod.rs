@@ -1,7 +1,5 @@
 //! Helpers shared by the integration tests.
 
-#![allow(dead_code)] // each test binary uses a different part
-
 pub mod analytics;
 pub mod fixture;
 pub mod intended;

@@ -159,9 +159,7 @@ impl Trace {
 
 // ------------------------------------------------------------- corpus paths
 
-#[path = "../corpus_path/mod.rs"]
-mod corpus_path;
-pub use corpus_path::corpus_dir;
+pub use crate::corpus_path::corpus_dir;
 
 /// Every case directory that has `reference/001-traces.json`, sorted.
 pub fn cases_with_reference() -> Vec<PathBuf> {

@@ -21,8 +21,8 @@ const CHILD_ENV: &str = "CT_TEST_UNPRIVILEGED_CHILD";
 const NOBODY: u32 = 65534;
 
 /// Runs `body` where file permissions are enforced. `test_name` is the
-/// test's full name in its test binary (the function name, for a test at
-/// the top level of an integration test file).
+/// test's full name in its test binary: its module path without the crate,
+/// e.g. `cas_edge::the_test` (the child runs exactly that test).
 pub fn run_unprivileged(test_name: &str, body: impl FnOnce()) {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
