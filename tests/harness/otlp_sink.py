@@ -17,8 +17,9 @@ Library use:
         ... point an exporter at sink.endpoint ...
         assert sink.wait_for(lambda: len(sink.spans()) >= 49, timeout=30)
 
-Script use (manual debugging): `python otlp_sink.py [--port N]` prints one
-line per request until Ctrl-C.
+Script use (manual debugging), from the repository root:
+`PYTHONPATH=tests python -m harness.otlp_sink [--port N]` prints one line
+per request until Ctrl-C.
 """
 
 import argparse
@@ -32,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.message import DecodeError
 
-import otlp
+from . import otlp
 
 PATHS = {"/v1/traces": "traces", "/v1/metrics": "metrics", "/v1/logs": "logs"}
 
