@@ -4,6 +4,7 @@ tests/pytest.ini and `PYTHONPATH=tests` put tests/ on the import path).
     collector     config rendering, start / health / stop of the collector process
     otlp          decoding OTLP bodies with opentelemetry-proto
     otlp_sink     the OTLP/HTTP protobuf sink the collector exports to
+    sink_recording  the sink's optional copy of each body on disk (CT_SINK_RECORD_DIR)
     reference     corpus access: invocation dirs, decoded reference spans
     diagdir       adding good and broken builds to a watched directory atomically
     checks        waiting for spans, comparing a trace with the reference
