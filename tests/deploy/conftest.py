@@ -14,4 +14,3 @@ def require_root():
     if os.environ.get("CI"):
         pytest.fail("deployment tests must run as root in CI", pytrace=False)
     pytest.skip("needs root (installs a package, switches users)")
-

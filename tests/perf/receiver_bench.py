@@ -20,6 +20,7 @@ from harness import bench_builds
 from harness import collector as collector_mod
 from harness.otlp_sink import OtlpSink
 
+
 def _collector(tmp, diag, sink, **extra):
     c = collector_mod.Collector(collector_mod.binary_path(), tmp / f"c-{time.monotonic_ns()}",
                                 include=[diag], exporter_endpoint=sink.endpoint,
