@@ -25,7 +25,7 @@ buildah=(buildah --storage-driver vfs)
 
 [[ -x "$binary" ]] || { echo "build-image: $binary missing; run make collector first" >&2; exit 1; }
 for tool in buildah debootstrap; do
-  command -v "$tool" >/dev/null || { echo "build-image: $tool missing (tests/deploy/install-deps.sh installs it)" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "build-image: $tool missing (tests/install-deps.sh deploy installs it)" >&2; exit 1; }
 done
 mkdir -p "$cache"
 

@@ -10,7 +10,7 @@
 //! must count exactly as a missing one.
 //!
 //! Needs the tool: set `CT_CACHE_REPORT` to its path (`make test-rust`
-//! does, from the venv `tests/realbuilds/install-deps.sh` makes). Without
+//! does, from the venv `tests/install-deps.sh realbuilds` makes). Without
 //! it every test here prints "skipped" and passes, so `cargo test` works on
 //! machines without Python; under `CI=true` a missing tool fails instead,
 //! so CI cannot pass without running the comparison.
@@ -33,7 +33,7 @@ fn tool() -> Option<PathBuf> {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
         _ if in_ci() => panic!(
             "CI=true and CT_CACHE_REPORT is not set: the differential test must run in CI \
-             (tests/realbuilds/install-deps.sh installs ct-cache-report; `make test-rust` passes its path)"
+             (tests/install-deps.sh realbuilds installs ct-cache-report; `make test-rust` passes its path)"
         ),
         _ => {
             println!("CT_CACHE_REPORT not set: differential test skipped");
