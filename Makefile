@@ -35,7 +35,7 @@ EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
 
-.PHONY: build check-docs check-rust-circles rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
+.PHONY: build check-docs check-commit-subjects check-rust-circles rust release-lib check-release-lib test-release-lib-arm64 header ocb generate collector jaeger run test lint-rust lint-go test-rust test-go test-e2e test-chaos-fast chaos test-pipeline test-realbuilds test-casreal e2e-full deps-realbuilds venv clean bench-receiver
 
 build: collector
 
@@ -130,7 +130,12 @@ check-docs:
 	python3 tests/tools/check_docs.py
 	python3 tests/tools/check_docs.py --self-test
 
-test: check-docs check-rust-circles check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
+## check-commit-subjects: every commit subject since the rule began is at most 72 characters
+COMMIT_SUBJECT_BASE := 728b246bbf6a027160faa2a8cfee957a421fb9e7
+check-commit-subjects:
+	tests/tools/check_commit_subjects.sh $(COMMIT_SUBJECT_BASE)
+
+test: check-docs check-commit-subjects check-rust-circles check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
 
 ## check-rust-circles: no two modules of rust/src import each other, directly
 ## or through others (lib.rs: data flows one way); names each circle it finds
