@@ -35,6 +35,7 @@ pub mod pytext;
 pub mod request;
 pub mod retain;
 pub mod statslog;
+pub mod timetrace;
 pub mod timing;
 pub mod warnings;
 
