@@ -28,6 +28,7 @@
 //! file. Its lists past the number of distinct templates pad with empty
 //! entries; these do not.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -63,11 +64,15 @@ struct HeaderTally {
     chains: HashMap<ChainId, Tally>,
 }
 
+/// Not yet computed, in the collapsed-name and raw-reading caches.
 const NOT_COLLAPSED: NameId = NameId::MAX;
 
 pub struct Rollup {
     config: RollupConfig,
     names: Interner,
+    /// clang's raw paths and mangled names, each read once: the same
+    /// headers and functions come back in TU after TU.
+    raw: RawNames,
     /// Collapsed name of each name id, filled as met.
     collapsed: Vec<NameId>,
     /// Chain nodes: (enclosing header, its own chain); node 0 is DIRECT.
@@ -103,6 +108,7 @@ impl Rollup {
         Self {
             config,
             names: Interner::new(),
+            raw: RawNames::default(),
             collapsed: Vec::new(),
             chain_nodes: vec![(0, DIRECT)],
             chain_index: HashMap::new(),
@@ -207,14 +213,17 @@ impl Rollup {
 
     /// Each event's name as ClangBuildAnalyzer reads it, interned.
     fn event_names(&mut self, unit: &TraceUnit, tu: NameId) -> Vec<NameId> {
+        let (names, raw) = (&mut self.names, &mut self.raw);
         unit.events
             .iter()
             .map(|e| match (e.kind, unit.detail(e)) {
                 (EventKind::Compiler, None) => tu,
                 (_, None) => 0,
-                (EventKind::Source | EventKind::OptModule, Some(d)) => self.names.intern(&nice_path(d)),
-                (EventKind::OptFunction, Some(d)) => self.names.intern(&demangle(d)),
-                (_, Some(d)) => self.names.intern(d),
+                (EventKind::Source | EventKind::OptModule, Some(d)) => {
+                    raw.paths.read(d, names, |d| Cow::Owned(nice_path(d)))
+                }
+                (EventKind::OptFunction, Some(d)) => raw.mangled.read(d, names, demangle),
+                (_, Some(d)) => names.intern(d),
             })
             .collect()
     }
@@ -402,6 +411,42 @@ impl Rollup {
                 })
                 .collect(),
         }
+    }
+}
+
+#[derive(Default)]
+struct RawNames {
+    paths: RawReading,
+    mangled: RawReading,
+}
+
+/// Raw names, and the interned reading of each.
+struct RawReading {
+    raw: Interner,
+    read: Vec<NameId>,
+}
+
+impl Default for RawReading {
+    fn default() -> Self {
+        Self {
+            raw: Interner::new(),
+            read: Vec::new(),
+        }
+    }
+}
+
+impl RawReading {
+    fn read(&mut self, raw: &str, names: &mut Interner, reading: impl Fn(&str) -> Cow<'_, str>) -> NameId {
+        let r = self.raw.intern(raw) as usize;
+        if let Some(&id) = self.read.get(r).filter(|&&id| id != NOT_COLLAPSED) {
+            return id;
+        }
+        if self.read.len() <= r {
+            self.read.resize(r + 1, NOT_COLLAPSED);
+        }
+        let id = names.intern(&reading(raw));
+        self.read[r] = id;
+        id
     }
 }
 
