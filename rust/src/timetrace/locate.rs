@@ -2,15 +2,24 @@
 //! found there belongs to the build being read.
 //!
 //! With the `time-trace` variant axis clang writes its trace beside the
-//! `-o` it was given, with `.o` kept and `.json` appended:
-//! * shake backend: ct-cake compiles to a temporary `<object>.<ct-cake
-//!   pid>.<4 hex>` and renames it, so the trace is
-//!   `<object>.<pid>.<4 hex>.json`, a new file per compile, never removed;
-//! * ninja backend (through `ct-lock-helper` and util-linux `flock`): the
+//! `-o` it was given, a temporary that is renamed to the object after, so
+//! the trace is that temporary's name with `.json` appended (found by real
+//! ct-cake 13.1.4 builds with clang 14):
+//! * shake backend: the temporary is `<object>.<ct-cake pid>.<4 hex>`, so
+//!   the trace is `<object>.<pid>.<4 hex>.json`, a new file per compile,
+//!   never removed ([`TraceNaming::Shake`]);
+//! * make and ninja backends when util-linux `flock` is on PATH: the
 //!   temporary is `<object>.compiletools`, so the trace is
 //!   `<object>.compiletools.json`, overwritten by every compile of that
-//!   object, in any build: check its time against the rule's
-//!   ([`in_window`]).
+//!   object in any build ([`TraceNaming::Flock`]);
+//! * make and ninja backends without `flock`, where each rule runs through
+//!   `ct-lock-helper`: the temporary is `<object>.<helper pid>.<4 hex>`,
+//!   the pid of that compile's helper, not ct-cake's
+//!   ([`TraceNaming::LockHelper`]): new files, never removed.
+//!
+//! Where the name cannot tell this build's trace from another build's
+//! (`Flock`: overwritten; `LockHelper`: any pid), check the trace's time
+//! against the rule's ([`in_window`]).
 
 use std::fs;
 use std::io;
@@ -23,43 +32,53 @@ use super::parse::parse_trace;
 /// How the backend that ran the compile names the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceNaming {
-    /// The build's ct-cake process id (the invocation id's suffix).
-    Shake {
-        pid: u32,
-    },
-    Ninja,
+    /// Shake backend: `<object>.<pid>.<4 hex>.json`, `pid` the build's
+    /// ct-cake process id (the invocation id's suffix).
+    Shake { pid: u32 },
+    /// Make or ninja backend with util-linux `flock`: `<object>.compiletools.json`.
+    Flock,
+    /// Make or ninja backend through `ct-lock-helper`:
+    /// `<object>.<any pid>.<4 hex>.json`.
+    LockHelper,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Located<'a> {
     Found(&'a str),
     Missing,
-    /// Several files fit (shake: the same object compiled twice under one
-    /// pid); [`in_window`] tells them apart.
+    /// Several files fit (`LockHelper`: every build's compile of the object;
+    /// shake: the same object compiled twice under one pid); [`in_window`]
+    /// tells them apart.
     Ambiguous(Vec<&'a str>),
 }
 
-/// The ninja backend's trace name for the object file named `object`.
-pub fn ninja_trace_name(object: &str) -> String {
+/// The trace name, with `flock`, for the object file named `object`.
+pub fn flock_trace_name(object: &str) -> String {
     format!("{object}.compiletools.json")
 }
 
 /// Whether `candidate` is the shake backend's trace of `object` compiled by
 /// ct-cake process `pid`: `<object>.<pid>.<4 lowercase hex>.json`.
 pub fn is_shake_trace_name(object: &str, pid: u32, candidate: &str) -> bool {
-    let Some(rest) = candidate
-        .strip_prefix(object)
-        .and_then(|r| r.strip_prefix('.'))
-        .and_then(|r| r.strip_suffix(".json"))
-    else {
-        return false;
-    };
-    let Some((pid_text, hex)) = rest.split_once('.') else {
-        return false;
-    };
-    pid_text == pid.to_string()
-        && hex.len() == 4
-        && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    pid_in_trace_name(object, candidate).is_some_and(|p| p == pid)
+}
+
+/// The pid in `<object>.<pid>.<4 lowercase hex>.json`, if `candidate` is
+/// that name.
+pub fn pid_in_trace_name(object: &str, candidate: &str) -> Option<u32> {
+    let rest = candidate
+        .strip_prefix(object)?
+        .strip_prefix('.')?
+        .strip_suffix(".json")?;
+    let (pid_text, hex) = rest.split_once('.')?;
+    let hex_ok = hex.len() == 4 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    // A pid as Python prints it: decimal, no sign, no leading zero.
+    let pid_ok =
+        !pid_text.is_empty() && pid_text.bytes().all(|b| b.is_ascii_digit()) && !pid_text.starts_with('0');
+    if !(hex_ok && pid_ok) {
+        return None;
+    }
+    pid_text.parse().ok()
 }
 
 /// The trace of the object file named `object` among `listing`, the file
@@ -70,13 +89,17 @@ pub fn locate<'a>(
     listing: impl IntoIterator<Item = &'a str>,
 ) -> Located<'a> {
     let mut found: Vec<&'a str> = match naming {
-        TraceNaming::Ninja => {
-            let name = ninja_trace_name(object);
+        TraceNaming::Flock => {
+            let name = flock_trace_name(object);
             listing.into_iter().filter(|n| *n == name).take(1).collect()
         }
         TraceNaming::Shake { pid } => listing
             .into_iter()
             .filter(|n| is_shake_trace_name(object, pid, n))
+            .collect(),
+        TraceNaming::LockHelper => listing
+            .into_iter()
+            .filter(|n| pid_in_trace_name(object, n).is_some())
             .collect(),
     };
     match found.len() {
@@ -98,12 +121,13 @@ pub struct RuleWindow {
 }
 
 impl RuleWindow {
-    /// Slack for [`in_window`]. Measured on the corpus' builds: shake traces
-    /// start 20-37 ms after their rule and end 5-11 ms before it; ninja rules,
-    /// whose times are ninja's own shifted by its start-up, look early, so their
-    /// traces start 89-173 ms after the rule and end 27-61 ms after it. Another
-    /// build's compile of the same object is seconds away (ct-cake's start-up
-    /// alone is most of a second).
+    /// Slack for [`in_window`]. Measured on real builds: a trace starts
+    /// 20-640 ms after its rule (the later with `ct-lock-helper` on a loaded
+    /// machine) and, with shake or make, ends 5-270 ms before it; ninja's
+    /// rules, whose times are ninja's own shifted by its start-up, look
+    /// early, so their traces end up to 61 ms after the rule. Another
+    /// build's compile of the same object is seconds away (ct-cake's
+    /// start-up alone is most of a second).
     // A function, not a constant: cbindgen puts every public integer
     // constant of the crate in the C header.
     pub const fn default_slack_us() -> i64 {
@@ -198,14 +222,28 @@ mod tests {
             &format!("{OBJ}.compiletools.json")
         ));
         assert!(!is_shake_trace_name(OBJ, 11761, OBJ));
+        assert!(!is_shake_trace_name(
+            OBJ,
+            11761,
+            &format!("{OBJ}.011761.d462.json")
+        ));
+        assert_eq!(
+            pid_in_trace_name(OBJ, &format!("{OBJ}.26417.c2d6.json")),
+            Some(26417)
+        );
+        assert_eq!(pid_in_trace_name(OBJ, &format!("{OBJ}.+1.c2d6.json")), None);
+        assert_eq!(
+            pid_in_trace_name(OBJ, &format!("{OBJ}.99999999999.c2d6.json")),
+            None
+        );
     }
 
     #[test]
     fn locate_by_backend() {
         let shake = format!("{OBJ}.11761.d462.json");
         let other_build = format!("{OBJ}.999.0a0b.json");
-        let ninja = ninja_trace_name(OBJ);
-        let listing = [OBJ, shake.as_str(), other_build.as_str(), ninja.as_str()];
+        let flock = flock_trace_name(OBJ);
+        let listing = [OBJ, shake.as_str(), other_build.as_str(), flock.as_str()];
         assert_eq!(
             locate(OBJ, TraceNaming::Shake { pid: 11761 }, listing),
             Located::Found(shake.as_str())
@@ -219,10 +257,14 @@ mod tests {
             Located::Missing
         );
         assert_eq!(
-            locate(OBJ, TraceNaming::Ninja, listing),
-            Located::Found(ninja.as_str())
+            locate(OBJ, TraceNaming::Flock, listing),
+            Located::Found(flock.as_str())
         );
-        assert_eq!(locate("other.o", TraceNaming::Ninja, listing), Located::Missing);
+        assert_eq!(locate("other.o", TraceNaming::Flock, listing), Located::Missing);
+        assert_eq!(
+            locate(OBJ, TraceNaming::LockHelper, listing),
+            Located::Ambiguous(vec![shake.as_str(), other_build.as_str()])
+        );
         let twice = format!("{OBJ}.11761.0000.json");
         let listing = [shake.as_str(), twice.as_str()];
         assert_eq!(
