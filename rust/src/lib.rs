@@ -22,7 +22,8 @@
 //! 3. the models: [`timing`] (one build) and [`cas`] (one CAS store), then
 //!    what reads or refines a build: [`statslog`], [`outcomes`],
 //!    [`history`] (the receiver's compile history), [`analytics`], and
-//!    [`live`] (a running build);
+//!    [`live`] (a running build) and [`timetrace`] (clang's per-compile
+//!    `-ftime-trace` files);
 //! 4. [`request`]: what the receiver asks for and gets back;
 //! 5. [`otlp`]: the models as OTLP protobuf;
 //! 6. [`pipeline`]: the steps of one call, from files to bytes;
@@ -55,6 +56,7 @@ pub mod request;
 pub mod retain;
 pub mod statslog;
 pub mod strings;
+pub mod timetrace;
 pub mod timing;
 pub mod warnings;
 
