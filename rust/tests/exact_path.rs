@@ -17,29 +17,17 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use crate::common::proptest_config::config;
 use common::analytics::{check, tolerance_ns, Found};
 use common::fixture::Fixture;
 use compiletools_core::{process_build, BuildOutput, CancelToken};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use prost::Message;
 use serde_json::{json, Value};
 
 const ROOT_START_MS: i64 = 100_000;
-
-fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 fn secs(ms: i64) -> f64 {
     ms as f64 / 1000.0

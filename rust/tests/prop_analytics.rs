@@ -17,27 +17,15 @@
 
 use crate::common;
 
+use crate::common::proptest_config::config;
 use common::analytics::{check, tolerance_ns, Found};
 use common::fixture::Fixture;
 use compiletools_core::{process_build, CancelToken};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use prost::Message;
 use serde_json::{json, Value};
-
-fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 fn backend() -> impl Strategy<Value = &'static str> {
     prop_oneof![Just("shake"), Just("make"), Just("ninja")]

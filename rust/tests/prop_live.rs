@@ -8,21 +8,9 @@
 //!
 //! `PROPTEST_CASES=N` runs more cases (`make prop-long`).
 
+use crate::common::proptest_config::config;
 use compiletools_core::live::{make_timing, ninja_log, statslog, LiveEvent, Parsed};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
-
-fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 type Parse = fn(&[u8], bool, usize) -> Parsed;
 

@@ -13,21 +13,9 @@
 
 use std::collections::HashMap;
 
+use crate::common::proptest_config::config;
 use compiletools_core::{outcomes, statslog};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
-
-fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 fn newline() -> impl Strategy<Value = &'static str> {
     prop_oneof![4 => Just("\n"), 1 => Just("\r\n"), 1 => Just("\r")]

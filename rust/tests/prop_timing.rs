@@ -16,29 +16,15 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use crate::common::proptest_config::config;
 use compiletools_core::{process_build, BuildRequest, CancelToken, Limits, Signals};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use prost::Message;
 use serde_json::{json, Map, Value};
 
 const INVOCATION_ID: &str = "20260101T120000-4242";
 const TIMESTAMP: &str = "2026-01-01T12:00:00+00:00";
-
-/// `PROPTEST_CASES` when set, else `default`.
-fn config(default: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases,
-        // Minimal failing inputs are printed; nothing is written to the tree.
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 // ------------------------------------------------------------- generation
 
