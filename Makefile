@@ -26,6 +26,11 @@ RELEASE_LIB_ARCHS := amd64 arm64
 COLLECTOR     := $(BUILD_DIR)/otelcol-compiletools/otelcol-compiletools
 VENV          := .venv
 PYTHON        := $(VENV)/bin/python
+# The Python scripts under tests/ (chaos, soak, benchmarks) import the shared
+# tests/harness package, so they run as modules with tests/ on the path:
+# $(PY_MODULE) chaos.chaos is tests/chaos/chaos.py. (pytest finds tests/pytest.ini,
+# whose pythonpath does the same for the suites.)
+PY_MODULE     := PYTHONPATH=tests $(PYTHON) -m
 EXAMPLE_CONFIG := tests/example/config.yaml
 
 export CGO_ENABLED := 1
@@ -140,7 +145,7 @@ lint-go: rust $(STATICCHECK)
 	cd go-receiver && go vet ./... && CGO_ENABLED=0 go vet ./...
 	cd go-receiver && $(abspath $(STATICCHECK)) ./...
 
-# ct-cache-report from the venv of tests/realbuilds/install-deps.sh, for the
+# ct-cache-report from the venv of `tests/install-deps.sh realbuilds`, for the
 # CAS differential tests (rust/tests/cas_differential.rs). They skip when it
 # is missing, except under CI=true, where they fail: so CI installs it first.
 CT_VENV         ?= $(BUILD_DIR)/ct-venv
@@ -164,7 +169,7 @@ test-chaos-fast: collector venv
 
 ## chaos: the full fault campaign (1,000-build kill -9 storm with 10 kills, 60 s outage); table in _build/chaos/results.md
 chaos: collector venv
-	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/chaos/chaos.py
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PY_MODULE) chaos.chaos
 
 ## test-pipeline: agent -> gateway (default otlp receiver) -> sink, and -> Jaeger v2: corpus builds and
 ## a generated 100k-rule build arrive whole (CT_PIPELINE_RULES sets the size)
@@ -173,7 +178,7 @@ test-pipeline: collector venv $(JAEGER)
 
 ## deps-realbuilds: ccache, ninja, cmake (apt, as root) and a venv with compiletools[otel]==13.1.4
 deps-realbuilds:
-	tests/realbuilds/install-deps.sh
+	tests/install-deps.sh realbuilds
 
 ## test-realbuilds: real ct-cake builds (shake/make/ninja/cmake) vs our collector, plus a 20k-rule build
 test-realbuilds: collector venv deps-realbuilds
@@ -207,7 +212,7 @@ soak-collector: rust $(OCB)
 	$(OCB) --config $(SOAK_DIR)/ocb-manifest.yaml
 
 soak: soak-collector venv
-	OTELCOL_BIN=$(abspath $(SOAK_COLLECTOR)) $(PYTHON) tests/soak/soak.py
+	OTELCOL_BIN=$(abspath $(SOAK_COLLECTOR)) $(PY_MODULE) soak.soak
 
 e2e-full: soak
 
@@ -223,7 +228,7 @@ ct-otel-dump: rust
 
 ## bench-receiver: idle cost with 10k watched builds, rename→sink latency, backlog throughput
 bench-receiver: collector venv
-	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/perf/receiver_bench.py all
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PY_MODULE) perf.receiver_bench all
 
 ## bench-live: live builds — CPU per read with 50 running builds, and block-to-sink latency with the default intervals
 .PHONY: bench-live
@@ -295,7 +300,7 @@ DIST_VERSION  := $(shell sed -n 's/^  version: *//p' ocb-manifest.yaml)
 IMAGE         ?= localhost/otelcol-compiletools:$(DIST_VERSION)
 DEPLOY_REPORT := $(BUILD_DIR)/deploy/report.txt
 
-.PHONY: dist image deps-deploy venv-deploy test-deploy bench-crash-queue bench-packaged-idle
+.PHONY: dist image deps-deploy test-deploy bench-crash-queue bench-packaged-idle
 
 $(NFPM):
 	mkdir -p $(TOOLS_DIR)
@@ -311,19 +316,13 @@ dist: collector $(NFPM)
 
 ## deps-deploy: buildah, debootstrap, rpm, systemd-analyze, objdump (apt, as root)
 deps-deploy:
-	tests/deploy/install-deps.sh
+	tests/install-deps.sh deploy
 
 image: collector deps-deploy
 	deploy/container/build-image.sh $(IMAGE)
 	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(IMAGE)
 
-$(VENV)/.installed-deploy: $(VENV)/.installed tests/deploy/requirements.txt
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/deploy/requirements.txt
-	touch $@
-
-venv-deploy: $(VENV)/.installed-deploy
-
-test-deploy: dist image venv-deploy
+test-deploy: dist image venv
 	rm -f $(DEPLOY_REPORT)
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) CT_DIST_DIR=$(abspath $(DIST_DIR)) CT_IMAGE=$(IMAGE) \
 	  CT_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) $(PYTHON) -m pytest -q tests/deploy
@@ -331,11 +330,11 @@ test-deploy: dist image venv-deploy
 
 test: test-deploy
 
-bench-crash-queue: collector venv-deploy
-	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/crash_queue_bench.py
+bench-crash-queue: collector venv
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PY_MODULE) deploy.crash_queue_bench
 
-bench-packaged-idle: collector venv-deploy
-	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) tests/deploy/packaged_idle_bench.py
+bench-packaged-idle: collector venv
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PY_MODULE) deploy.packaged_idle_bench
 # --- end deployment ---
 
 # --- another distribution importing the receiver (deploy/contrib-distribution/) ---
@@ -365,24 +364,18 @@ test: test-contrib-dist
 #   make test-prometheus    Debian's prometheus scrapes the collector's prometheus exporter
 #                           after corpus builds; every dashboard query must return data
 #   make dashboard-picture  the same run, then deploy/grafana/panels.png drawn from its data
-.PHONY: deps-prometheus test-prometheus venv-picture dashboard-picture
+.PHONY: deps-prometheus test-prometheus dashboard-picture
 
 ## deps-prometheus: Debian's prometheus package (apt, as root)
 deps-prometheus:
-	tests/prometheus/install-deps.sh
+	tests/install-deps.sh prometheus
 
 test-prometheus: collector venv deps-prometheus
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/prometheus
 
 test: test-prometheus
 
-$(VENV)/.installed-picture: $(VENV)/.installed tests/prometheus/requirements-picture.txt
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r tests/prometheus/requirements-picture.txt
-	touch $@
-
-venv-picture: $(VENV)/.installed-picture
-
-dashboard-picture: collector venv-picture deps-prometheus
+dashboard-picture: collector venv deps-prometheus
 	CT_DASHBOARD_PICTURE=$(abspath deploy/grafana/panels.png) OTELCOL_BIN=$(abspath $(COLLECTOR)) \
 	  $(PYTHON) -m pytest -q tests/prometheus
 # --- end dashboard ---

@@ -2,27 +2,21 @@
 stores, then `ct-cache-report --json` and our collector scan the same stores
 and every number must agree.
 
-Needs the compiletools venv of tests/realbuilds/install-deps.sh (ct-cake,
+Needs the compiletools venv of `tests/install-deps.sh realbuilds` (ct-cake,
 ct-cache-report 13.1.4), g++ and ccache; `.ci/run` installs them.
 """
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-TESTS = HERE.parent
-sys.path.insert(0, str(TESTS / "e2e"))
-sys.path.insert(0, str(TESTS / "realbuilds"))
-
-import collector as collector_mod  # noqa: E402
-import ctrun  # noqa: E402
-import projects  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
+from harness import collector as collector_mod
+from harness import ctrun
+from harness import projects
+from harness.otlp_sink import OtlpSink
 
 VARIANT = "gcc.cxx17.debug"
 # ct-cache-report's JSON keys -> our gauge names, per store kind.
@@ -41,7 +35,7 @@ REPORT_KEYS = {
 def _require_ct():
     ct = Path(ctrun.ct_venv()) / "bin" / "ct-cake"
     if not ct.exists():
-        msg = f"{ct} missing: run tests/realbuilds/install-deps.sh"
+        msg = f"{ct} missing: run tests/install-deps.sh realbuilds"
         if os.environ.get("CI") == "true":
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)

@@ -4,7 +4,7 @@
     make chaos              # full: 1,000-build kill -9 storm with 10 kills, 60 s outage,
                             # 1,000 unreadable builds, state disk full and read-only
     make test-chaos-fast    # the subset `make test` runs (pytest tests/chaos)
-    .venv/bin/python tests/chaos/chaos.py [--fast] [--only kill,outage,perm,disk,identity,hostile]
+    PYTHONPATH=tests .venv/bin/python -m chaos.chaos [--fast] [--only kill,outage,perm,disk,identity,hostile]
 
 Prints the table fault x builds sent x delivered x lost x duplicates x
 warnings and writes it to _build/chaos/results.md (and .json).
@@ -16,10 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import packaged
 
-import harness  # noqa: E402
-import scenarios  # noqa: E402
+from . import scenarios
 
 FULL = {"kill": dict(backlog=1000, added=200, kills=10), "outage": dict(backlog=300, down_s=60.0),
         "hostile": dict(good=20), "perm": dict(unreadable=1000, good=20),
@@ -75,7 +74,7 @@ def table(rows):
 
 
 def write_results(rows, name):
-    out = harness.REPO / "_build" / "chaos"
+    out = packaged.REPO / "_build" / "chaos"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.md").write_text(table(rows))
     (out / f"{name}.json").write_text(json.dumps(rows, indent=1))
@@ -107,7 +106,7 @@ def main():
     ap.add_argument("--fast", action="store_true")
     ap.add_argument("--only", default="kill,outage,perm,disk,identity,hostile")
     args = ap.parse_args()
-    binary = harness.collector_mod.binary_path()
+    binary = packaged.collector_mod.binary_path()
     with tempfile.TemporaryDirectory(prefix="chaos-") as scratch:
         rows, hostile = run(binary, FAST if args.fast else FULL, args.only.split(","), Path(scratch))
     print(table(rows))

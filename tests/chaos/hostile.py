@@ -19,9 +19,8 @@ import json
 import os
 import socket
 from collections import namedtuple
-from pathlib import Path
 
-import harness
+from harness import packaged
 
 Case = namedtuple("Case", "name make expect")
 
@@ -29,7 +28,7 @@ MiB = 1 << 20
 
 
 def doc():
-    return json.loads(harness.case_timing())
+    return json.loads(packaged.case_timing())
 
 
 def write(d, content, name="timing.json"):
@@ -67,7 +66,7 @@ def link_timing(target_of):
 
 def outside_build(outside):
     p = outside / "valid-timing.json"
-    p.write_bytes(harness.case_timing())
+    p.write_bytes(packaged.case_timing())
     return p
 
 
@@ -81,21 +80,21 @@ def fifo(name):
         if name == "timing.json":
             d.mkdir()
         else:
-            write(d, harness.case_timing())
+            write(d, packaged.case_timing())
         os.mkfifo(d / name)
     return make
 
 
 def side_link(name, target_of):
     def make(d, outside):
-        write(d, harness.case_timing())
+        write(d, packaged.case_timing())
         os.symlink(target_of(outside), d / name)
     return make
 
 
 def side(name, content):
     def make(d, outside):
-        write(d, harness.case_timing())
+        write(d, packaged.case_timing())
         write(d, content, name)
     return make
 
@@ -130,7 +129,7 @@ def dir_link(target_of):
 def outside_build_dir(outside):
     b = outside / "20261130T000000-9"
     b.mkdir(exist_ok=True)
-    (b / "timing.json").write_bytes(harness.case_timing())
+    (b / "timing.json").write_bytes(packaged.case_timing())
     return b
 
 
@@ -140,7 +139,7 @@ def odd_name(name):
         p = os.path.join(os.fsencode(d.parent), name)
         os.mkdir(p)
         with open(os.path.join(p, b"timing.json"), "wb") as f:
-            f.write(harness.case_timing())
+            f.write(packaged.case_timing())
     return make
 
 
@@ -203,15 +202,15 @@ HOSTILE_CASES = [
     Case("duplicate timestamp keys", edited(
         lambda x: json.dumps(x).replace('"timestamp"', '"timestamp": "1999-01-01T00:00:00+00:00", "timestamp"', 1)),
         "read"),
-    Case("UTF-8 BOM", timing(b"\xef\xbb\xbf" + harness.case_timing()), "refused"),
-    Case("UTF-16 LE with BOM", timing(b"\xff\xfe" + harness.case_timing().decode().encode("utf-16-le")), "refused"),
-    Case("UTF-16 BE with BOM", timing(b"\xfe\xff" + harness.case_timing().decode().encode("utf-16-be")), "refused"),
-    Case("UTF-32", timing(harness.case_timing().decode().encode("utf-32")), "refused"),
-    Case("invalid UTF-8 in variant", timing(harness.case_timing().replace(b"ccache-gcc", b"ccache-\xff\xfegcc", 1)), "sent"),
+    Case("UTF-8 BOM", timing(b"\xef\xbb\xbf" + packaged.case_timing()), "refused"),
+    Case("UTF-16 LE with BOM", timing(b"\xff\xfe" + packaged.case_timing().decode().encode("utf-16-le")), "refused"),
+    Case("UTF-16 BE with BOM", timing(b"\xfe\xff" + packaged.case_timing().decode().encode("utf-16-be")), "refused"),
+    Case("UTF-32", timing(packaged.case_timing().decode().encode("utf-32")), "refused"),
+    Case("invalid UTF-8 in variant", timing(packaged.case_timing().replace(b"ccache-gcc", b"ccache-\xff\xfegcc", 1)), "sent"),
     Case("lone surrogate escape", with_field("variant", '"\\ud800x"'), "sent"),
-    Case("NUL bytes in the document", timing(harness.case_timing().replace(b"\n", b"\n\x00", 3)), "refused"),
-    Case("trailing garbage", timing(harness.case_timing() + b"}}}garbage"), "refused"),
-    Case("truncated document", timing(harness.case_timing()[:500]), "refused"),
+    Case("NUL bytes in the document", timing(packaged.case_timing().replace(b"\n", b"\n\x00", 3)), "refused"),
+    Case("trailing garbage", timing(packaged.case_timing() + b"}}}garbage"), "refused"),
+    Case("truncated document", timing(packaged.case_timing()[:500]), "refused"),
     Case("null document", timing(b"null"), "refused"),
     Case("array document", timing(b"[]"), "refused"),
     Case("string document", timing(b'"timing"'), "refused"),
@@ -229,7 +228,7 @@ HOSTILE_CASES = [
     Case("statslog -> /etc/passwd", side_link("ccache.statslog", lambda o: "/etc/passwd"), "sent"),
     Case("statslog -> /dev/zero", side_link("ccache.statslog", lambda o: "/dev/zero"), "sent"),
     Case("rule_outcomes.log -> /proc/self/environ", side_link("rule_outcomes.log", lambda o: "/proc/self/environ"), "sent"),
-    Case("statslog a directory", lambda d, o: (write(d, harness.case_timing()), (d / "ccache.statslog").mkdir()), "sent"),
+    Case("statslog a directory", lambda d, o: (write(d, packaged.case_timing()), (d / "ccache.statslog").mkdir()), "sent"),
     Case("statslog 20 MiB line without newline", side("ccache.statslog", b"x" * (20 * MiB)), "sent"),
     Case("outcomes invalid UTF-8", side("rule_outcomes.log", b"\xff\xfe\t\x80\tx\ty\n"), "sent"),
     # names

@@ -10,9 +10,10 @@ import threading
 import time
 from pathlib import Path
 
-import harness
-from hostile import HOSTILE_CASES
-from otlp_sink import OtlpSink
+from harness import packaged
+from harness.otlp_sink import OtlpSink
+
+from .hostile import HOSTILE_CASES
 
 STATSLOG = "# /s/a.cpp\ndirect_cache_hit\n"
 
@@ -31,9 +32,9 @@ def kill_storm(binary, scratch, backlog, added, kills, seed=13):
     root = Path(tempfile.mkdtemp(prefix="chaos-kill-", dir=scratch))
     diag, state = root / "diag", root / "state"
     diag.mkdir()
-    names = [harness.build_name(i) for i in range(backlog + added)]
+    names = [packaged.build_name(i) for i in range(backlog + added)]
     for n in names[:backlog]:
-        harness.finish_build(diag, n)
+        packaged.finish_build(diag, n)
     procs = []
     with OtlpSink() as sink:
         stop = threading.Event()
@@ -43,7 +44,7 @@ def kill_storm(binary, scratch, backlog, added, kills, seed=13):
                 if stop.is_set():
                     return
                 live = names.index(n) % 4 == 0
-                d = harness.finish_build(diag, n, statslog=STATSLOG if live else None)
+                d = packaged.finish_build(diag, n, statslog=STATSLOG if live else None)
                 if live:
                     time.sleep(0.02)
                     os.unlink(d / "ccache.statslog")
@@ -52,7 +53,7 @@ def kill_storm(binary, scratch, backlog, added, kills, seed=13):
         w = threading.Thread(target=writer, daemon=True)
         w.start()
         for k in range(kills + 1):
-            p = harness.start_packaged(binary, root / f"c{k}", state, diag, sink)
+            p = packaged.start_packaged(binary, root / f"c{k}", state, diag, sink)
             procs.append(p)
             if k < kills:
                 time.sleep(rng.uniform(0.5, 3.0))
@@ -62,16 +63,16 @@ def kill_storm(binary, scratch, backlog, added, kills, seed=13):
         deadline = time.monotonic() + 180
         want = set(names)
         while time.monotonic() < deadline:
-            if harness.Deliveries([sink]).delivered(want) == want:
+            if packaged.Deliveries([sink]).delivered(want) == want:
                 break
             time.sleep(0.5)
         sink.wait_quiet(2.0, 30)
         last.stop()
-        got = harness.Deliveries([sink])
+        got = packaged.Deliveries([sink])
     delivered = got.delivered(set(names))
     dups, exact = got.duplicates()
-    warnings = harness.warning_lines(procs, "")   # before the logs go with root
-    harness.rmtree(root)
+    warnings = packaged.warning_lines(procs, "")   # before the logs go with root
+    packaged.rmtree(root)
     return row(f"kill -9 storm ({kills} kills)", len(names), len(delivered),
                len(names) - len(delivered), dups, warnings,
                f"re-sent with other ids: {got.resent_with_other_ids()}; duplicates exact: {exact}")
@@ -86,12 +87,12 @@ def outage(binary, scratch, backlog, down_s, variant):
     root = Path(tempfile.mkdtemp(prefix=f"chaos-outage-{variant}-", dir=scratch))
     diag, state = root / "diag", root / "state"
     diag.mkdir()
-    names = [harness.build_name(i) for i in range(backlog)]
+    names = [packaged.build_name(i) for i in range(backlog)]
     for n in names:
-        harness.finish_build(diag, n)
+        packaged.finish_build(diag, n)
     first = OtlpSink().start()
     port = first.port
-    proc = harness.start_packaged(binary, root / "c", state, diag, first, extra)
+    proc = packaged.start_packaged(binary, root / "c", state, diag, first, extra)
     try:
         first.wait_for(lambda: len(first.requests("traces")) >= max(1, backlog // 10), 60)
         first.stop()
@@ -101,21 +102,21 @@ def outage(binary, scratch, backlog, down_s, variant):
             want = set(names)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if harness.Deliveries([first, second]).delivered(want) == want:
+                if packaged.Deliveries([first, second]).delivered(want) == want:
                     break
                 if second.wait_quiet(15.0, 1.0) and len(second.requests()) > 0:
                     break
                 time.sleep(0.5)
             second.wait_quiet(2.0, 30)
-            got = harness.Deliveries([first, second])
+            got = packaged.Deliveries([first, second])
         finally:
             second.stop()
     finally:
         proc.stop()
     delivered = got.delivered(set(names))
     dups, exact = got.duplicates()
-    warnings = harness.warning_lines([proc], "")   # before the logs go with root
-    harness.rmtree(root)
+    warnings = packaged.warning_lines([proc], "")   # before the logs go with root
+    packaged.rmtree(root)
     return row(f"sink down {down_s:g} s ({variant})", len(names), len(delivered),
                len(names) - len(delivered), dups, warnings,
                f"duplicates exact: {exact}")
@@ -130,26 +131,26 @@ def hostile(binary, scratch, good):
     outside.mkdir()
     cases = []
     for i, case in enumerate(HOSTILE_CASES):
-        name = harness.build_name(i, hour=1)
+        name = packaged.build_name(i, hour=1)
         d = diag / name
         case.make(d, outside)
         cases.append((case, name, d))
-    goods = [harness.build_name(i, hour=12) for i in range(good)]
+    goods = [packaged.build_name(i, hour=12) for i in range(good)]
     with OtlpSink() as sink:
         # The table is about input handling, not throughput: with the
         # packaged 128-span requests, the 200k-rule case alone would be
         # 1,563 synchronous round trips to the Python sink.
-        proc = harness.start_packaged(binary, root / "c", state, diag, sink,
+        proc = packaged.start_packaged(binary, root / "c", state, diag, sink,
                                       extra=("--set=receivers.compiletools.max_request_spans=20000",))
         try:
             want = set(goods)
             for n in goods:
-                harness.finish_build(diag, n)
-            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(want) == want, 180)
+                packaged.finish_build(diag, n)
+            sink.wait_for(lambda: packaged.Deliveries([sink]).delivered(want) == want, 180)
             sink.wait_quiet(2.0, 30)
             alive = proc.running()
-            rss = harness.peak_rss_kib(proc)
-            got = harness.Deliveries([sink])
+            rss = packaged.peak_rss_kib(proc)
+            got = packaged.Deliveries([sink])
             text = proc.stderr_text()
         finally:
             code = proc.stop()
@@ -159,10 +160,10 @@ def hostile(binary, scratch, good):
         warned = sum(1 for line in text.splitlines() if name in line and "warn" in line.lower())
         results.append({"case": case.name, "expect": case.expect, "sent": sent, "warnings": warned})
     delivered = got.delivered(set(goods))
-    log = harness.REPO / "_build" / "chaos" / "hostile-collector.log"
+    log = packaged.REPO / "_build" / "chaos" / "hostile-collector.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text)
-    harness.rmtree(root)
+    packaged.rmtree(root)
     return {"cases": results, "good_sent": len(goods), "good_delivered": len(delivered),
             "alive": alive, "exit": code, "peak_rss_kib": rss}
 
@@ -179,29 +180,29 @@ def _cas_store(root, unreadable_shard):
 
 
 def permissions(binary, scratch, unreadable, good, steady_s=6.0):
-    """The collector as an unprivileged user (harness.CHAOS_USER) beside
+    """The collector as an unprivileged user (packaged.CHAOS_USER) beside
     `unreadable` builds it cannot read (half with timing.json mode 000,
     half with the invocation directory mode 000), a diagnostics parent it
     cannot list, a CAS shard it cannot list, and `good` ordinary builds.
     Each unreadable path must be warned about once, not on every poll:
     after the first passes the log must stay quiet. Then the permissions
     are fixed: every build unreadable so far must arrive, once."""
-    user = harness.ensure_user()
-    root = harness.scratch_for_others("chaos-perm-")
+    user = packaged.ensure_user()
+    root = packaged.scratch_for_others("chaos-perm-")
     diag, closed, state = root / "diag", root / "closed-parent", root / "state"
     for d in (diag, closed, state):
         d.mkdir()
-    pw = harness.pwd.getpwnam(user)
+    pw = packaged.pwd.getpwnam(user)
     os.chown(state, pw.pw_uid, pw.pw_gid)
     # The build directory is root's own (0750): a copy the user may run.
     runnable = root / "otelcol-compiletools"
-    harness.shutil.copy2(binary, runnable)
+    packaged.shutil.copy2(binary, runnable)
     runnable.chmod(0o755)
-    bad = [harness.build_name(i, hour=1) for i in range(unreadable)]
+    bad = [packaged.build_name(i, hour=1) for i in range(unreadable)]
     for i, n in enumerate(bad):
-        d = harness.finish_build(diag, n)
+        d = packaged.finish_build(diag, n)
         (d / "timing.json").chmod(0) if i % 2 == 0 else d.chmod(0)
-    harness.finish_build(closed, harness.build_name(0, hour=2))
+    packaged.finish_build(closed, packaged.build_name(0, hour=2))
     closed.chmod(0)
     cell = _cas_store(root, "0a")
     cas_cfg = root / "cas.yaml"
@@ -209,32 +210,32 @@ def permissions(binary, scratch, unreadable, good, steady_s=6.0):
                        f"      stores: [{{kind: obj, path: {cell}}}]\n"
                        "      initial_delay: 0s\n      collection_interval: 1s\n")
     cas_cfg.chmod(0o644)
-    goods = [harness.build_name(i, hour=12) for i in range(good)]
+    goods = [packaged.build_name(i, hour=12) for i in range(good)]
     for n in goods:
-        harness.finish_build(diag, n)
+        packaged.finish_build(diag, n)
     with OtlpSink() as sink:
-        proc = harness.start_packaged(runnable, root / "c", state, [diag, closed], sink,
+        proc = packaged.start_packaged(runnable, root / "c", state, [diag, closed], sink,
                                       extra=[f"--config={cas_cfg}"], user=user)
         try:
             want = set(goods)
-            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(want) == want, 120)
+            sink.wait_for(lambda: packaged.Deliveries([sink]).delivered(want) == want, 120)
             time.sleep(2.0)   # the first passes have seen every path
-            before = harness.warning_lines([proc], "")
+            before = packaged.warning_lines([proc], "")
             time.sleep(steady_s)
-            after = harness.warning_lines([proc], "")
-            problems = harness.self_metric(proc, "receiver_compiletools_path_problems")
-            failures = harness.self_metric(proc, "receiver_compiletools_parse_failures")
-            got = harness.Deliveries([sink])
+            after = packaged.warning_lines([proc], "")
+            problems = packaged.self_metric(proc, "receiver_compiletools_path_problems")
+            failures = packaged.self_metric(proc, "receiver_compiletools_parse_failures")
+            got = packaged.Deliveries([sink])
             # The owner fixes the permissions: chmod leaves the files'
             # modification times, so only a receiver that did not settle
             # the unreadable builds as failed sends them now.
             for i, n in enumerate(bad):
                 (diag / n / "timing.json").chmod(0o644) if i % 2 == 0 else (diag / n).chmod(0o755)
             fixed_at = time.monotonic()
-            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(set(bad)) == set(bad), 90)
+            sink.wait_for(lambda: packaged.Deliveries([sink]).delivered(set(bad)) == set(bad), 90)
             fix_to_delivery = time.monotonic() - fixed_at
             sink.wait_quiet(2.0, 30)
-            after_fix = harness.Deliveries([sink])
+            after_fix = packaged.Deliveries([sink])
             text = proc.stderr_text()
         finally:
             code = proc.stop()
@@ -248,10 +249,10 @@ def permissions(binary, scratch, unreadable, good, steady_s=6.0):
     delivered = got.delivered(set(goods))
     for p in (closed, cell / "0a"):
         p.chmod(0o755)
-    log = harness.REPO / "_build" / "chaos" / "permissions-collector.log"
+    log = packaged.REPO / "_build" / "chaos" / "permissions-collector.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text)
-    harness.rmtree(root)
+    packaged.rmtree(root)
     return {"good_sent": len(goods), "good_delivered": len(delivered), "exit": code,
             "unreadable": unreadable, "per_path": per_path,
             "bad_sent": sum(1 for n in bad if got.trace_ids.get(n)),
@@ -300,7 +301,7 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
         state.mkdir()
         (cap / "capture").mkdir()
         capture = cap / "capture" if mode == "ro" else None
-        names = [harness.build_name(i) for i in range(backlog + later)]
+        names = [packaged.build_name(i) for i in range(backlog + later)]
         half = backlog + later // 2
 
         def write_live(batch):
@@ -308,38 +309,38 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
             long enough for a poll to capture it, as a real build does."""
             for i, n in enumerate(batch):
                 if i % 4:
-                    harness.finish_build(diag, n)
+                    packaged.finish_build(diag, n)
                     continue
                 d = diag / n
                 d.mkdir()
                 (d / "ccache.statslog").write_text(STATSLOG)
                 time.sleep(0.5)
                 tmp = d / ".tmp.timing.json"
-                tmp.write_bytes(harness.case_timing())
+                tmp.write_bytes(packaged.case_timing())
                 os.rename(tmp, d / "timing.json")
                 time.sleep(0.3)
                 os.unlink(d / "ccache.statslog")
 
         def wait_all(upto):
             want = set(names[:upto])
-            sink.wait_for(lambda: harness.Deliveries([sink]).delivered(want) == want, 120)
+            sink.wait_for(lambda: packaged.Deliveries([sink]).delivered(want) == want, 120)
             sink.wait_quiet(2.0, 30)
 
         procs = []
         with OtlpSink() as sink:
             if mode == "ro":
                 remount(cap, "ro")
-            procs.append(harness.start_packaged(binary, root / "c0", state, diag, sink, capture=capture))
+            procs.append(packaged.start_packaged(binary, root / "c0", state, diag, sink, capture=capture))
             if mode == "full":
                 _fill(mount)
             for n in names[:backlog]:
-                harness.finish_build(diag, n)
+                packaged.finish_build(diag, n)
             write_live(names[backlog:half])
             wait_all(half)
-            resent_during, _ = harness.Deliveries([sink]).duplicates()
+            resent_during, _ = packaged.Deliveries([sink]).duplicates()
             if mode == "full":
                 # Every failed write is counted, not only logged.
-                counted_full = harness.self_metric(procs[0], "receiver_compiletools_checkpoint_write_failures")
+                counted_full = packaged.self_metric(procs[0], "receiver_compiletools_checkpoint_write_failures")
                 logged_full = sum(1 for line in procs[0].stderr_text().splitlines()
                                   if "cannot write checkpoint" in line)
                 (mount / "filler").unlink()
@@ -347,7 +348,7 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
                 procs[0].stop()
                 remount(mount, "ro")
                 try:
-                    procs.append(harness.start_packaged(binary, root / "c-ro", state, diag, sink,
+                    procs.append(packaged.start_packaged(binary, root / "c-ro", state, diag, sink,
                                                         capture=capture))
                     refused = "started on a read-only state"
                 except Exception:  # noqa: BLE001 - the refusal is the expected outcome
@@ -356,15 +357,15 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
                                else "refused without saying why")
                 remount(mount, "rw")
                 remount(cap, "rw")
-                procs.append(harness.start_packaged(binary, root / "c1", state, diag, sink, capture=capture))
+                procs.append(packaged.start_packaged(binary, root / "c1", state, diag, sink, capture=capture))
             write_live(names[half:])
             wait_all(len(names))
             procs[-1].stop()
-            procs.append(harness.start_packaged(binary, root / "c2", state, diag, sink, capture=capture))
+            procs.append(packaged.start_packaged(binary, root / "c2", state, diag, sink, capture=capture))
             time.sleep(3.0)
             sink.wait_quiet(2.0, 30)
             procs[-1].stop()
-            got = harness.Deliveries([sink])
+            got = packaged.Deliveries([sink])
         text = "".join(p.stderr_text() for p in procs)
     finally:
         for m in mounted:
@@ -374,10 +375,10 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
     checkpoint_errors = sum(1 for line in text.splitlines() if "cannot write checkpoint" in line)
     capture_warnings = sum(1 for line in text.splitlines() if "captur" in line and "warn" in line.lower())
     problems = sum(1 for line in text.splitlines() if line.split("\t")[1:2] in (["warn"], ["error"]))
-    log = harness.REPO / "_build" / "chaos" / f"disk-{mode}-collector.log"
+    log = packaged.REPO / "_build" / "chaos" / f"disk-{mode}-collector.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text)
-    harness.rmtree(root)
+    packaged.rmtree(root)
     if mode == "full":
         label = "state + capture disk full (ENOSPC), then room again, restart"
         extra = (f"checkpoint write errors: {checkpoint_errors}; "
@@ -394,7 +395,7 @@ def disk_fault(binary, scratch, backlog, later, mode, size="24m"):
 def _timing_with(timestamp):
     """The case's timing.json with its top-level timestamp replaced (it is
     part of the trace id; the span times keep their anchor)."""
-    doc = json.loads(harness.case_timing())
+    doc = json.loads(packaged.case_timing())
     doc["timestamp"] = timestamp
     return json.dumps(doc).encode()
 
@@ -409,45 +410,45 @@ def identity(binary, scratch):
     p1, p2, state = root / "p1", root / "p2", root / "state"
     for d in (p1, p2):
         d.mkdir()
-    same = harness.build_name(0)
-    reused = harness.build_name(1)
-    future, past = harness.build_name(2), harness.build_name(3)
-    harness.finish_build(p1, same)
-    harness.finish_build(p2, same)
-    harness.finish_build(p1, reused)
-    harness.finish_build(p1, future, timing=_timing_with("2199-12-31T23:59:59.000000+00:00"))
-    harness.finish_build(p1, past, timing=_timing_with("1971-01-01T00:00:00.000000+00:00"))
+    same = packaged.build_name(0)
+    reused = packaged.build_name(1)
+    future, past = packaged.build_name(2), packaged.build_name(3)
+    packaged.finish_build(p1, same)
+    packaged.finish_build(p2, same)
+    packaged.finish_build(p1, reused)
+    packaged.finish_build(p1, future, timing=_timing_with("2199-12-31T23:59:59.000000+00:00"))
+    packaged.finish_build(p1, past, timing=_timing_with("1971-01-01T00:00:00.000000+00:00"))
     # The clock stepped back an hour after these were written: their
     # timing.json is "from the future"; the second kept a statslog (its
     # ct-cake died before deleting it), so only settle_timeout ends its wait.
-    ahead, ahead_left = harness.build_name(4), harness.build_name(5)
+    ahead, ahead_left = packaged.build_name(4), packaged.build_name(5)
     for n, side in ((ahead, None), (ahead_left, STATSLOG)):
-        d = harness.finish_build(p1, n, statslog=side)
+        d = packaged.finish_build(p1, n, statslog=side)
         t = time.time() + 3600
         os.utime(d / "timing.json", (t, t))
     with OtlpSink() as sink:
-        proc = harness.start_packaged(binary, root / "c", state, [p1, p2], sink)
+        proc = packaged.start_packaged(binary, root / "c", state, [p1, p2], sink)
         try:
-            sink.wait_for(lambda: len(harness.Deliveries([sink]).trace_ids.get(reused, ())) == 1, 60)
+            sink.wait_for(lambda: len(packaged.Deliveries([sink]).trace_ids.get(reused, ())) == 1, 60)
             # settle_timeout is 1 s here: 10 s is ample for both.
-            sink.wait_for(lambda: {ahead, ahead_left} <= set(harness.Deliveries([sink]).trace_ids), 10)
+            sink.wait_for(lambda: {ahead, ahead_left} <= set(packaged.Deliveries([sink]).trace_ids), 10)
             sink.wait_quiet(1.5, 30)
             # The PID comes round again: the same directory name, a new build.
             d = p1 / reused
             tmp = d / ".tmp.timing.json"
             tmp.write_bytes(_timing_with("2026-11-30T04:00:00.000000+00:00"))
             os.rename(tmp, d / "timing.json")
-            sink.wait_for(lambda: len(harness.Deliveries([sink]).trace_ids.get(reused, ())) == 2, 60)
+            sink.wait_for(lambda: len(packaged.Deliveries([sink]).trace_ids.get(reused, ())) == 2, 60)
             sink.wait_quiet(2.0, 30)
-            got = harness.Deliveries([sink])
+            got = packaged.Deliveries([sink])
             text = proc.stderr_text()
         finally:
             proc.stop()
-    log = harness.REPO / "_build" / "chaos" / "identity-collector.log"
+    log = packaged.REPO / "_build" / "chaos" / "identity-collector.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text)
-    harness.rmtree(root)
-    want = harness.spans_per_build()
+    packaged.rmtree(root)
+    want = packaged.spans_per_build()
     per_trace = {}
     for (tid, _sid) in got.copies:
         per_trace[tid] = per_trace.get(tid, 0) + 1

@@ -4,8 +4,9 @@ into _build/chaos/fast.md, printed at the end."""
 
 import pytest
 
-import chaos
-import harness
+from harness import packaged
+
+from . import chaos
 
 ROWS = []
 PEAK_RSS_LIMIT_KIB = 1 << 20   # 1 GiB: the inputs are bounded by the limits, not by the files
@@ -13,7 +14,7 @@ PEAK_RSS_LIMIT_KIB = 1 << 20   # 1 GiB: the inputs are bounded by the limits, no
 
 @pytest.fixture(scope="module")
 def binary():
-    return harness.collector_mod.binary_path()
+    return packaged.collector_mod.binary_path()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -24,7 +25,7 @@ def results():
 
 
 def test_kill_storm(binary, tmp_path):
-    import scenarios
+    from . import scenarios
     r = scenarios.kill_storm(binary, tmp_path, **chaos.FAST["kill"])
     ROWS.append(r)
     assert r["lost"] == 0, r
@@ -33,7 +34,7 @@ def test_kill_storm(binary, tmp_path):
 
 @pytest.mark.parametrize("variant", ["packaged", "memory"])
 def test_outage(binary, tmp_path, variant):
-    import scenarios
+    from . import scenarios
     r = scenarios.outage(binary, tmp_path, variant=variant, **chaos.FAST["outage"])
     ROWS.append(r)
     if variant == "packaged":
@@ -42,7 +43,7 @@ def test_outage(binary, tmp_path, variant):
 
 
 def test_hostile_files(binary, tmp_path):
-    import scenarios
+    from . import scenarios
     h = scenarios.hostile(binary, tmp_path, **chaos.FAST["hostile"])
     ROWS.extend(chaos.hostile_rows(h))
     assert len(h["cases"]) >= 50
@@ -53,7 +54,7 @@ def test_hostile_files(binary, tmp_path):
 
 
 def test_permissions_as_non_root(binary, tmp_path):
-    import scenarios
+    from . import scenarios
     p = scenarios.permissions(binary, tmp_path, **chaos.FAST["perm"])
     ROWS.extend(chaos.permission_rows(p))
     assert p["exit"] == 0 and p["good_delivered"] == p["good_sent"], p
@@ -70,7 +71,7 @@ def test_permissions_as_non_root(binary, tmp_path):
 
 @pytest.mark.parametrize("mode", ["full", "ro"])
 def test_disk_fault(binary, tmp_path, mode):
-    import scenarios
+    from . import scenarios
     r = scenarios.disk_fault(binary, tmp_path, mode=mode, **chaos.FAST["disk"])
     ROWS.append(r)
     assert r["lost"] == 0, r
@@ -86,7 +87,7 @@ def test_disk_fault(binary, tmp_path, mode):
 
 
 def test_identity(binary, tmp_path):
-    import scenarios
+    from . import scenarios
     rows = scenarios.identity(binary, tmp_path)
     ROWS.extend(rows)
     same, reused = rows[0], rows[1]

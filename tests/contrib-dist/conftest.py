@@ -1,24 +1,11 @@
-"""Fixtures of the contrib-distribution test; the e2e harness (sink,
-collector process, corpus access) is reused from tests/e2e."""
-
-import sys
-from pathlib import Path
+"""Fixtures of the contrib-distribution test, built on tests/harness
+(sink, collector process); `corpus_dir` is the shared one of
+tests/conftest.py."""
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-
-import collector as collector_mod  # noqa: E402
-import reference  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def corpus_dir():
-    path = reference.corpus_dir()
-    if not (path / "cases").is_dir():
-        pytest.fail(f"corpus not found at {path}; set CT_CORPUS_DIR", pytrace=False)
-    return path
+from harness import collector as collector_mod
+from harness.otlp_sink import OtlpSink
 
 
 @pytest.fixture(scope="session")

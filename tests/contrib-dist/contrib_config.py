@@ -3,7 +3,7 @@ both contrib receivers in one collector, each to its own sink."""
 
 import json
 
-from collector import HOST_NAME, POLL_INTERVAL_S
+from harness.collector import HOST_NAME, POLL_INTERVAL_S
 
 HOST_METRIC = "system.memory.usage"
 

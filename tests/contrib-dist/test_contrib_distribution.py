@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-import checks
-import collector as collector_mod
-import contrib_config
-import diagdir
-import otlp
-import reference
-from collector import HOST_NAME
+from harness import checks
+from harness import collector as collector_mod
+from harness import diagdir, otlp, reference
+from harness.collector import HOST_NAME
+
+import contrib_config  # pytest puts this folder on the path: "contrib-dist" is no package name
 
 CASE01 = "01-geom-shake-cold"
 RECEIVER_MODULE = "github.com/compiletools-otel/compiletoolsreceiver"

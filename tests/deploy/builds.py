@@ -1,8 +1,8 @@
 """Corpus builds for the deployment tests, and judging their arrival."""
 
-import checks
-import diagdir
-import reference
+from harness import checks
+from harness import diagdir
+from harness import reference
 
 # Complete references (one span per timing.json event) on three backends
 # and a failed build.

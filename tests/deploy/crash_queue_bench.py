@@ -3,7 +3,7 @@
 builds arrive, how many twice.
 
     make bench-crash-queue                      # or:
-    .venv/bin/python tests/deploy/crash_queue_bench.py [--builds 300] [--kill-after 115]
+    PYTHONPATH=tests .venv/bin/python -m deploy.crash_queue_bench [--builds 300] [--kill-after 115]
 
 The collector runs the packaged config (deploy/packages/config.yaml with the
 packaged EnvironmentFile's variables) with file_storage checkpoints, on a
@@ -28,13 +28,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import collector as collector_mod  # noqa: E402
-import reference  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
-from service import ServiceCollector, read_environment_file  # noqa: E402
+from harness import collector as collector_mod
+from harness import reference
+from harness.otlp_sink import OtlpSink
+from harness.service import ServiceCollector, read_environment_file
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = REPO / "deploy" / "packages"

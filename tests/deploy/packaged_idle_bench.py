@@ -2,7 +2,7 @@
 """Idle cost of the packaged service: RSS and CPU with N finished builds watched.
 
     make bench-packaged-idle                    # or:
-    .venv/bin/python tests/deploy/packaged_idle_bench.py [--builds 10000] [--window 60]
+    PYTHONPATH=tests .venv/bin/python -m deploy.packaged_idle_bench [--builds 10000] [--window 60]
 
 The collector runs exactly as the package runs it — deploy/packages/config.yaml
 with the packaged EnvironmentFile's values (poll_interval 5 s, start_at end,
@@ -19,14 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import collector as collector_mod  # noqa: E402
-import receiver_bench  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
-from service import ServiceCollector, read_environment_file  # noqa: E402
+from harness import bench_builds
+from harness import collector as collector_mod
+from harness.otlp_sink import OtlpSink
+from harness.service import ServiceCollector, read_environment_file
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = REPO / "deploy" / "packages"
@@ -42,7 +38,7 @@ def main():
         tmp = Path(t)
         diag = tmp / "diag"
         diag.mkdir()
-        receiver_bench._make_builds(diag, args.builds, receiver_bench._timing_bytes("02-geom-shake-noop"))
+        bench_builds.make_builds(diag, args.builds, bench_builds.timing_bytes("02-geom-shake-noop"))
         health = collector_mod.free_port()
         env = {**read_environment_file(PACKAGES / "otelcol-compiletools.env"),
                "PATH": "/usr/bin:/bin",
@@ -56,10 +52,10 @@ def main():
         c = ServiceCollector(argv, tmp / "collector", health, env=env).start()
         try:
             time.sleep(args.settle)
-            cpu0, _ = receiver_bench._proc_stats(c.proc.pid)
+            cpu0, _ = bench_builds.proc_stats(c.proc.pid)
             time.sleep(args.window)
-            cpu1, rss = receiver_bench._proc_stats(c.proc.pid)
-            anon = receiver_bench._proc_stats.anon_kib
+            cpu1, rss = bench_builds.proc_stats(c.proc.pid)
+            anon = bench_builds.proc_stats.anon_kib
         finally:
             c.stop()
         sent = len(sink.requests())

@@ -9,8 +9,8 @@ smaller backlog and the packaged variant only.
 import tempfile
 from pathlib import Path
 
-import collector as collector_mod
-from crash_queue_bench import run_variant
+from harness import collector as collector_mod
+from .crash_queue_bench import run_variant
 
 
 def test_packaged_config_loses_no_build_on_kill_9(corpus_dir):

@@ -6,17 +6,16 @@ config, once as the Kubernetes DaemonSet runs it."""
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import yaml
 
-import builds
-import collector as collector_mod
-import deploy_report
-from conftest import require_root
-from image import WorkingContainer, buildah, image_config, require_image
-from service import ServiceCollector
+from harness import collector as collector_mod
+from harness.service import ServiceCollector
+
+from . import builds, deploy_report
+from .conftest import require_root
+from .image import WorkingContainer, buildah, image_config, require_image
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = "/etc/otelcol-compiletools/config.yaml"

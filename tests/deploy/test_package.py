@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-import builds
-import collector as collector_mod
-import deploy_report
-from conftest import require_root
-from service import ServiceCollector, read_environment_file, set_environment_file
+from harness import collector as collector_mod
+from harness.service import ServiceCollector, read_environment_file, set_environment_file
+
+from . import builds, deploy_report
+from .conftest import require_root
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = Path(os.environ.get("CT_DIST_DIR") or REPO / "_build" / "dist")

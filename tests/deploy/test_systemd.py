@@ -6,16 +6,15 @@ Skipped where systemd-nspawn cannot boot a machine."""
 
 import re
 import time
-from pathlib import Path
 
 import pytest
 
-import builds
-import deploy_report
-import reference
-from conftest import require_root
-from nspawn import BootFailed, Machine
-from test_package import ENV_FILE, STATE, USER, the_package
+from harness import reference
+
+from . import builds, deploy_report
+from .conftest import require_root
+from .nspawn import BootFailed, Machine
+from .test_package import ENV_FILE, STATE, USER, the_package
 
 UNIT = "otelcol-compiletools.service"
 DIAG = "/srv/builds/diag"

@@ -1,17 +1,16 @@
-"""Fixtures: an OTLP sink, a watched diagnostics directory and a running collector.
+"""Fixtures: a running collector (and the binary it runs). The OTLP sink
+(`sink`), the watched diagnostics directory (`diag`) and `corpus_dir` come
+from tests/conftest.py.
 
 Each test gets its own of each; all of them are stopped in teardown, pass or fail.
 """
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
-import collector as collector_mod
-import reference
-from otlp_sink import OtlpSink
+from harness import collector as collector_mod
 
 # After the collector reports healthy, wait this long before adding builds.
 # Builds are added while it runs (not before it starts) so the tests do not
@@ -19,14 +18,6 @@ from otlp_sink import OtlpSink
 # (corpus timestamps lie in the past); the pause keeps a receiver whose first
 # scan runs asynchronously after Start from taking them for pre-existing.
 STARTUP_GRACE_S = max(1.0, 5 * collector_mod.POLL_INTERVAL_S)
-
-
-@pytest.fixture(scope="session")
-def corpus_dir():
-    path = reference.corpus_dir()
-    if not (path / "cases").is_dir():
-        pytest.fail(f"corpus not found at {path}; set CT_CORPUS_DIR", pytrace=False)
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -40,21 +31,6 @@ def collector_binary():
     if os.environ.get("CT_E2E_ALLOW_MISSING_COLLECTOR") == "1":
         pytest.skip(f"{missing} (CT_E2E_ALLOW_MISSING_COLLECTOR=1)")
     pytest.fail(missing, pytrace=False)
-
-
-@pytest.fixture
-def sink():
-    with OtlpSink() as s:
-        yield s
-
-
-@pytest.fixture
-def diag(tmp_path):
-    """The watched diagnostics parent, as a canonical path (the receiver
-    reports canonical paths; a symlinked tmp dir must not confuse asserts)."""
-    path = Path(os.path.realpath(tmp_path)) / "diag"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture

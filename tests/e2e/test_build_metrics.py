@@ -18,11 +18,11 @@ import time
 import urllib.request
 from collections import Counter
 
-import collector as collector_mod
-import diagdir
-import otlp
-import reference
-from collector import HOST_NAME
+from harness import collector as collector_mod
+from harness import diagdir
+from harness import otlp
+from harness import reference
+from harness.collector import HOST_NAME
 
 # Two builds of the same project and variant, so they share series: a cold
 # build (compiles) and one served by ccache.

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-import checks
-import diagdir
-import reference
-from collector import HOST_NAME, POLL_INTERVAL_S
+from harness import checks
+from harness import diagdir
+from harness import reference
+from harness.collector import HOST_NAME, POLL_INTERVAL_S
 
 CASE01 = "01-geom-shake-cold"
 

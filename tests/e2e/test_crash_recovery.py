@@ -14,8 +14,8 @@ recorded (junit property `builds_repeated`).
 import shutil
 from collections import defaultdict
 
-import collector as collector_mod
-import reference
+from harness import collector as collector_mod
+from harness import reference
 
 BUILDS = 200
 

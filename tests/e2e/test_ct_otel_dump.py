@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import checks
-import diagdir
-import reference
-from collector import HOST_NAME
+from harness import checks
+from harness import diagdir
+from harness import reference
+from harness.collector import HOST_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,9 +13,9 @@ sum, and ct.cache.time_saved the same sum on its ccache point.
 import json
 import math
 
-import collector as collector_mod
-import diagdir
-import reference
+from harness import collector as collector_mod
+from harness import diagdir
+from harness import reference
 
 COLD, HIT = "01-geom-shake-cold", "03-geom-shake-ccache-hit"
 

@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-import otlp
-import reference
-from collector import Collector
+from harness import otlp
+from harness import reference
+from harness.collector import Collector
 
 CASE01 = "01-geom-shake-cold"
 LIVE_INTERVAL = os.environ.get("CT_LIVE_INTERVAL", "100ms")

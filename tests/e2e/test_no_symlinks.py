@@ -6,11 +6,9 @@ arrives."""
 import os
 import shutil
 
-import checks
-import reference
-from test_collector_e2e import CASE01, _wait_for_log_line, expected_spans
+from harness import checks, diagdir, reference
 
-import diagdir
+from .test_collector_e2e import CASE01, _wait_for_log_line, expected_spans
 
 
 def test_symlinked_timing_json_out_of_the_roots_is_refused(collector, sink, diag, tmp_path):

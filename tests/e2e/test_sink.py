@@ -13,9 +13,9 @@ import urllib.request
 import pytest
 from google.protobuf.message import DecodeError
 
-import otlp
-import reference
-from otlp_sink import OtlpSink
+from harness import otlp
+from harness import reference
+from harness.otlp_sink import OtlpSink
 
 CASES = ["01-geom-shake-cold", "12-geom-ninja-cold-native-flock"]
 

@@ -5,53 +5,20 @@
   backlog   : throughput of a backlog of N builds present at start
 
 Run from the repository root after `make collector venv`:
-  .venv/bin/python tests/perf/receiver_bench.py [idle|latency|backlog|all]
+  PYTHONPATH=tests .venv/bin/python -m perf.receiver_bench [idle|latency|backlog|all]
 Numbers depend on the machine; run them side by side when comparing.
 """
 
 import os
-import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))
-
-import collector as collector_mod  # noqa: E402
-import reference  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _timing_bytes(case):
-    return (reference.invocation_dir(case) / "timing.json").read_bytes()
-
-
-def _make_builds(diag, n, data, first=0):
-    for i in range(first, first + n):
-        d = diag / f"20261130T{100000 + i // 1000:06d}-{10000 + i}"
-        d.mkdir()
-        (d / "timing.json").write_bytes(data)
-
-
-def _proc_stats(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu_s = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-    rss_kib = anon_kib = 0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss_kib = int(line.split()[1])
-            elif line.startswith("RssAnon:"):
-                anon_kib = int(line.split()[1])
-    _proc_stats.anon_kib = anon_kib  # RSS minus the binary's file-backed pages
-    return cpu_s, rss_kib
-
+from harness import bench_builds
+from harness import collector as collector_mod
+from harness.otlp_sink import OtlpSink
 
 def _collector(tmp, diag, sink, **extra):
     c = collector_mod.Collector(collector_mod.binary_path(), tmp / f"c-{time.monotonic_ns()}",
@@ -65,24 +32,24 @@ def idle(n=10_000, poll_s=1.0, window_s=30.0):
         tmp = Path(t)
         diag = tmp / "diag"
         diag.mkdir()
-        _make_builds(diag, n, _timing_bytes("02-geom-shake-noop"))
+        bench_builds.make_builds(diag, n, bench_builds.timing_bytes("02-geom-shake-noop"))
         c = _collector(tmp, diag, sink, poll_interval=f"{int(poll_s * 1000)}ms", start_at="end")
         try:
             time.sleep(5 * poll_s)  # first poll records every existing build as seen
-            cpu0, _ = _proc_stats(c.proc.pid)
+            cpu0, _ = bench_builds.proc_stats(c.proc.pid)
             time.sleep(window_s)
-            cpu1, rss = _proc_stats(c.proc.pid)
+            cpu1, rss = bench_builds.proc_stats(c.proc.pid)
         finally:
             c.stop()
         polls = window_s / poll_s
         print(f"idle: {n} finished builds watched, poll_interval {poll_s}s: "
-              f"RSS {rss / 1024:.1f} MiB (anonymous {_proc_stats.anon_kib / 1024:.1f} MiB; the rest is the "
+              f"RSS {rss / 1024:.1f} MiB (anonymous {bench_builds.proc_stats.anon_kib / 1024:.1f} MiB; the rest is the "
               f"binary's file-backed pages), CPU {1000 * (cpu1 - cpu0) / polls:.1f} ms per poll "
               f"({100 * (cpu1 - cpu0) / window_s:.2f}% of one core)")
 
 
 def latency(n=100, poll_s=0.2):
-    data = _timing_bytes("01-geom-shake-cold")
+    data = bench_builds.timing_bytes("01-geom-shake-cold")
     with tempfile.TemporaryDirectory() as t, OtlpSink() as sink:
         tmp = Path(t)
         diag = tmp / "diag"
@@ -124,12 +91,12 @@ def _has_invocation(received, inv):
 
 
 def backlog(n=2000):
-    data = _timing_bytes("01-geom-shake-cold")
+    data = bench_builds.timing_bytes("01-geom-shake-cold")
     with tempfile.TemporaryDirectory() as t, OtlpSink() as sink:
         tmp = Path(t)
         diag = tmp / "diag"
         diag.mkdir()
-        _make_builds(diag, n, data)
+        bench_builds.make_builds(diag, n, data)
         t0 = time.monotonic()
         c = _collector(tmp, diag, sink, poll_interval="200ms", start_at="beginning",
                        max_builds_per_poll=n, max_concurrent_builds=2)
@@ -138,7 +105,7 @@ def backlog(n=2000):
                 return {s.trace_id for _, s in sink.spans()}
             ok = sink.wait_for(lambda: len(sink.requests("traces")) >= n and len(traces()) >= n, 600)
             elapsed = time.monotonic() - t0
-            _, rss = _proc_stats(c.proc.pid)
+            _, rss = bench_builds.proc_stats(c.proc.pid)
         finally:
             c.stop()
         assert ok, "backlog did not drain"

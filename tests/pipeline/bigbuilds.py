@@ -12,10 +12,8 @@ import shutil
 from collections import namedtuple
 from pathlib import Path
 
-import pipeline_path  # noqa: F401
-import compare  # tests/realbuilds: the ctotel/v1 ID scheme
-import inputs  # rust/bench: the synthetic timing.json inputs
-import reference  # tests/e2e: corpus access
+from harness import ctotel_ids, reference
+from harness.bench_inputs import inputs
 
 GENERATED_PHASES = 6
 # Checked against a full count of the file up to this size; above it the
@@ -69,4 +67,4 @@ def publish(staged, diag):
 
 def trace_id(host_name, invocation_dir, timestamp):
     """The build's trace id (ctotel/v1), as hex."""
-    return compare.expected_trace_id(host_name, os.path.realpath(invocation_dir), timestamp).hex()
+    return ctotel_ids.expected_trace_id(host_name, os.path.realpath(invocation_dir), timestamp).hex()

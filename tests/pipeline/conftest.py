@@ -1,4 +1,5 @@
-"""Fixtures: the binaries, the large build, a watched directory, results.
+"""Fixtures: Jaeger, the large build, results; the collector binary and
+the watched directory (`collector_binary`, `diag`) come from tests/conftest.py.
 
 CT_PIPELINE_RULES (default 100000) sets the size of the large build,
 CT_PIPELINE_JAEGER_RULES (default: the same) the one sent to Jaeger;
@@ -12,21 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import pipeline_path
-import bigbuilds
-import collector as e2e_collector
+from . import bigbuilds
 
-REPO = pipeline_path.REPO
+REPO = Path(__file__).resolve().parents[2]
 JAEGER_DEFAULT = REPO / "_build" / "tools" / "jaeger-v1.76.0"
 RESULTS_DIR = REPO / "_build" / "pipeline-results"
-
-
-@pytest.fixture(scope="session")
-def collector_binary():
-    try:
-        return e2e_collector.binary_path()
-    except e2e_collector.CollectorMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -50,14 +41,6 @@ def jaeger_build(big_build):
     at 1M spans, tens of GB between the two."""
     rules = int(os.environ.get("CT_PIPELINE_JAEGER_RULES") or big_build.rules)
     return big_build if rules == big_build.rules else bigbuilds.generated(rules)
-
-
-@pytest.fixture
-def diag(tmp_path):
-    """The watched diagnostics parent, canonical (trace ids hash it)."""
-    path = Path(os.path.realpath(tmp_path)) / "diag"
-    path.mkdir()
-    return path
 
 
 @pytest.fixture

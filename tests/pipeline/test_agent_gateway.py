@@ -10,11 +10,9 @@ requests of max_request_spans spans.
 import statistics
 import time
 
-import pipeline_path  # noqa: F401
-import bigbuilds
-import topology
-import wholetrace
-from otlp_sink import OtlpSink
+from harness.otlp_sink import OtlpSink
+
+from . import bigbuilds, topology, wholetrace
 
 # Builds are added this long after both collectors are healthy (the
 # receiver's first poll has run: the build is new, not pre-existing).

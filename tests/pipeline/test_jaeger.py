@@ -11,11 +11,9 @@ from collections import Counter
 
 import pytest
 
-import pipeline_path  # noqa: F401
-import bigbuilds
-import reference
-import topology
-import wholetrace
+from harness import reference
+
+from . import bigbuilds, topology, wholetrace
 
 CORPUS_CASES = ["01-geom-shake-cold", "09-textkit-shake-no-ccache", "10-textkit-broken-shake-compile-error",
                 "12-geom-ninja-cold-native-flock", "16-geom-make-cold-native-flock"]

@@ -11,7 +11,7 @@
 
 Every port is a free one on 127.0.0.1, chosen when the process is made.
 Process handling (health probe, SIGTERM then SIGKILL, logs) is the e2e
-harness's (tests/e2e/collector.py); only the configs differ.
+harness's (tests/harness/collector.py); only the configs differ.
 """
 
 import json
@@ -20,9 +20,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pipeline_path  # noqa: F401
-import collector as e2e_collector
-from collector import free_port
+from harness import collector as e2e_collector
+from harness.collector import free_port
 
 AGENT_HOST_NAME = "pipeline-host"
 

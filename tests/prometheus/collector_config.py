@@ -10,7 +10,7 @@ ct.live.compiles)."""
 
 import json
 
-from collector import HOST_NAME, POLL_INTERVAL_S
+from harness.collector import HOST_NAME, POLL_INTERVAL_S
 
 PIPELINE_NAME = "corpus"
 LIVE_INTERVAL_S = 0.2

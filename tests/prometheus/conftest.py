@@ -2,28 +2,24 @@
 the prometheus exporter, Debian's Prometheus scraping it every second, and
 two waves of corpus builds, so counters and histograms have grown between
 scrapes (increase() needs two samples of a series) and every dashboard
-query has something to show. The harness pieces come from tests/e2e."""
+query has something to show. The harness pieces come from tests/harness."""
 
 import datetime
 import json
 import os
 import re
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from harness import collector as collector_mod
+from harness import diagdir, reference
+from harness.otlp_sink import OtlpSink
 
-import collector as collector_mod  # noqa: E402
-import collector_config  # noqa: E402
-import diagdir  # noqa: E402
-import prometheus_server  # noqa: E402
-import reference  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
+from . import collector_config, prometheus_server
 
 # Shake cold (compiled), ccache hits, a CAS clone (CAS hits), a failed
 # compile, ninja and make: every backend and cache layer of the corpus with
@@ -254,7 +250,7 @@ def scenario(tmp_path_factory):
             yield sc
             picture = os.environ.get("CT_DASHBOARD_PICTURE")
             if picture:
-                import render_panels
+                from . import render_panels
                 render_panels.render(sc, Path(picture))
         finally:
             prom.stop()

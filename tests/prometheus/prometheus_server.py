@@ -26,11 +26,11 @@ class PrometheusMissing(Exception):
 
 
 def binary_path():
-    """$PROMETHEUS_BIN, else `prometheus` on PATH (tests/prometheus/install-deps.sh)."""
+    """$PROMETHEUS_BIN, else `prometheus` on PATH (tests/install-deps.sh prometheus)."""
     path = os.environ.get("PROMETHEUS_BIN") or shutil.which("prometheus")
     if not path or not os.access(path, os.X_OK):
         raise PrometheusMissing(
-            "prometheus not found: run tests/prometheus/install-deps.sh "
+            "prometheus not found: run tests/install-deps.sh prometheus "
             "(Debian's `prometheus` package) or set PROMETHEUS_BIN")
     return Path(path)
 

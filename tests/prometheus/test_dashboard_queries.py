@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-import collector_config
-import dashboard
+from . import collector_config
+from . import dashboard
 
 DASHBOARD = dashboard.load()
 QUERIES = dashboard.queries(DASHBOARD)

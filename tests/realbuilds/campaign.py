@@ -29,17 +29,13 @@ import shutil
 import time
 import traceback
 
-import e2e_path  # noqa: F401
-from otlp_sink import OtlpSink
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-import compare
-import ctrun
-import ourcollector
-import projects
-import scenarios
-from otlp_sink import OtlpSink
+from harness import ctrun, projects
+from harness.otlp_sink import OtlpSink
+
+from . import compare, ourcollector
 
 INVOCATION_ID = re.compile(r"^\d{8}T\d{6}-\d+$")
 ARRIVAL_TIMEOUT_S = 30.0      # a build must reach the sink by then (poll 200 ms + settle 2 s + margin)
@@ -267,7 +263,7 @@ class Campaign:
             "kind": sc.kind,
             "project": sc.project,
             "git_commit_sha": self.commits.get(sc.project),
-            "variant": scenarios.VARIANT,
+            "variant": ctrun.VARIANT,
             "cwd": ws,
             "argv": argv,
             "env": {k: env[k] for k in ("PATH", "CCACHE_DIR", "HOME")},

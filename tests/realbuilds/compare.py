@@ -2,7 +2,7 @@
 """Differential check of one real build: what our collector sent against
 what ct-cake's own exporter sent for the same build.
 
-    python compare.py OUT/<scenario> [OUT/<scenario> ...]     # exit 1 on any problem
+    PYTHONPATH=tests python -m realbuilds.compare OUT/<scenario> [OUT/<scenario> ...]   # exit 1 on any problem
 
 Input is a case directory (written by tests/realbuilds, read-only here):
 
@@ -23,19 +23,16 @@ INTENDED_DIFFERENCES below is reported as a problem.
 """
 
 import datetime
-import hashlib
 import json
 import math
 import os
 import re
-import struct
 import sys
 from collections import Counter, defaultdict, namedtuple
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import e2e_path  # noqa: E402,F401
-import otlp  # noqa: E402  (tests/e2e/otlp.py: decoding with the real OTLP classes)
+from harness import otlp  # decoding with the real OTLP classes
+# The deterministic id scheme (README "Deterministic IDs", DESIGN §3).
+from harness.ctotel_ids import expected_span_id, expected_trace_id
 
 # ---------------------------------------------------------------------------
 # THE list of intended differences between our output and ct-cake's. Nothing
@@ -267,33 +264,6 @@ def metrics_of(requests):
                 for m in sm.metrics:
                     out.append(MetricRec(res, (sm.scope.name, sm.scope.version), m, fname))
     return out
-
-
-# ---------------------------------------------------------------------------
-# the deterministic id scheme (README "Deterministic IDs", DESIGN §3)
-
-def _field(b):
-    return struct.pack(">Q", len(b)) + b
-
-
-def _nonzero(digest_of, n):
-    out = digest_of(b"")[:n]
-    counter = 0
-    while out == bytes(n):
-        counter += 1
-        out = digest_of(_field(struct.pack(">I", counter)))[:n]
-    return out
-
-
-def expected_trace_id(host, invocation_dir, timestamp):
-    base = _field(b"ctotel/v1/trace") + _field(host.encode()) + _field(os.fsencode(invocation_dir)) \
-        + _field(timestamp.encode())
-    return _nonzero(lambda extra: hashlib.sha256(base + extra).digest(), 16)
-
-
-def expected_span_id(trace_id, path):
-    base = _field(b"ctotel/v1/span") + _field(trace_id) + _field(b"".join(struct.pack(">I", i) for i in path))
-    return _nonzero(lambda extra: hashlib.sha256(base + extra).digest(), 8)
 
 
 def timing_paths(doc):

@@ -3,7 +3,7 @@
 * `ct_install`: compiletools 13.1.4 in the ct venv, ccache, ninja, cmake, make,
   g++, git. Missing -> FAIL when CI=true (a broken CI image must not pass
   as "skipped"), skip with the install command otherwise.
-* `collector_binary`: missing -> fail (as in tests/e2e).
+* `collector_binary` (tests/conftest.py): missing -> fail.
 * `campaign` (session): projects, the live collector and its sink; builds run
   lazily per scenario; every process is stopped in teardown, pass or fail.
 """
@@ -11,21 +11,17 @@
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import e2e_path  # noqa: E402,F401
-import ctrun  # noqa: E402
-import ourcollector  # noqa: E402
-import scenarios  # noqa: E402
-from campaign import Campaign  # noqa: E402
+from harness import ctrun
 
-REPO = HERE.parents[1]
+from . import scenarios
+from .campaign import Campaign
+
+REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 TOOLS = ("ccache", "ninja", "cmake", "make", "g++", "git", "flock")
 _TABLE_KEY = "realbuild"
@@ -58,7 +54,7 @@ def _missing_install():
 def need(problems, what):
     if not problems:
         return
-    msg = f"{what}: " + "; ".join(problems) + ". Install with tests/realbuilds/install-deps.sh"
+    msg = f"{what}: " + "; ".join(problems) + ". Install with tests/install-deps.sh realbuilds"
     if IN_CI:
         pytest.fail(f"CI=true and the real-build dependencies are missing -- {msg}", pytrace=False)
     pytest.skip(msg)
@@ -67,14 +63,6 @@ def need(problems, what):
 @pytest.fixture(scope="session")
 def ct_install():
     need(_missing_install(), "real builds need compiletools and a C++ toolchain")
-
-
-@pytest.fixture(scope="session")
-def collector_binary():
-    try:
-        return ourcollector.binary_path()
-    except ourcollector.CollectorMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
 
 
 def realbuilds_dir():

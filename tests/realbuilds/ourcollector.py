@@ -1,6 +1,6 @@
 """Our collector (the ocb-built otelcol-compiletools) configured for real builds.
 
-Reuses tests/e2e/collector.py's process handling (start, health probe,
+Reuses tests/harness/collector.py's process handling (start, health probe,
 SIGTERM -> SIGKILL, logs); only the config differs: traces AND metrics
 pipelines, the receiver's capture / statslog mapping / git commit options,
 and host_name = the host name ct-cake itself reports (socket.gethostname()),
@@ -10,8 +10,7 @@ so host.name and service.instance.id can be compared with ct-cake's.
 import json
 import socket
 
-import e2e_path  # noqa: F401
-import collector as e2e_collector
+from harness import collector as e2e_collector
 
 POLL_INTERVAL = "200ms"
 SETTLE_TIMEOUT = "2s"
@@ -77,10 +76,3 @@ class OurCollector(e2e_collector.Collector):
         super().__init__(binary, workdir, include=receiver["include"], exporter_endpoint=exporter_endpoint)
         # Same process handling as the e2e harness, our own config.
         self.config_path.write_text(render(receiver, exporter_endpoint, self.health_port))
-
-
-def binary_path():
-    return e2e_collector.binary_path()
-
-
-CollectorMissing = e2e_collector.CollectorMissing

@@ -31,7 +31,6 @@ import os
 from dataclasses import dataclass, field
 
 BACKENDS = ("shake", "make", "ninja", "cmake")
-VARIANT = "ccache-gcc.cxx17.debug"   # compiletools' own ccache axis: CXX = ccache g++
 
 
 @dataclass(frozen=True)

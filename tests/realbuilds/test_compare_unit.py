@@ -2,7 +2,7 @@
 
 import pytest
 
-import compare
+from . import compare
 
 
 def test_trace_and_span_ids_follow_the_published_vectors():

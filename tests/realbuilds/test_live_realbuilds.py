@@ -7,7 +7,7 @@ its target, each statslog compile by its source. The end record links to
 the trace.
 
 Run: .venv/bin/python -m pytest tests/realbuilds/test_live_realbuilds.py
-(needs tests/realbuilds/install-deps.sh and the collector, like the rest).
+(needs `tests/install-deps.sh realbuilds` and the collector, like the rest).
 """
 
 import json
@@ -18,14 +18,10 @@ from pathlib import Path
 
 import pytest
 
-import ctrun
-import ourcollector
-import projects
-from scenarios import VARIANT
+from harness import ctrun, otlp, projects
+from harness.otlp_sink import OtlpSink
 
-import e2e_path  # noqa: F401
-import otlp
-from otlp_sink import OtlpSink
+from . import ourcollector
 
 ARRIVAL_TIMEOUT_S = 60
 
@@ -63,7 +59,7 @@ def test_live_progress_of_a_real_build_is_in_its_trace(backend, ct_install, coll
     proc.start()
     try:
         time.sleep(0.5)
-        argv = ["ct-cake", f"--variant={VARIANT}", f"--backend={backend}", "--timing",
+        argv = ["ct-cake", f"--variant={ctrun.VARIANT}", f"--backend={backend}", "--timing",
                 f"--diagnostics-dir={diag}", "--ccache-statslog=auto", f"--bindir={bindir}"]
         env = ctrun.build_env(str(work), str(work / "ccache"))
         done = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True,

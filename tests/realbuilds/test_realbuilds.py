@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-import compare
-import scenarios
-from campaign import ScenarioFailed
-from conftest import record
+from . import compare
+from . import scenarios
+from .campaign import ScenarioFailed
+from .conftest import record
 
 pytestmark = pytest.mark.realbuilds
 

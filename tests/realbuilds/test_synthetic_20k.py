@@ -16,18 +16,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-import compare
-import ctrun
-import e2e_path  # noqa: F401
-import ourcollector
-from conftest import IN_CI, REPO, realbuilds_dir, record
-from otlp_sink import OtlpSink
+from harness import ctrun
+from harness.otlp_sink import OtlpSink
+
+from . import compare, ourcollector
+from .conftest import IN_CI, REPO, realbuilds_dir, record
 
 pytestmark = pytest.mark.realbuilds
 

@@ -40,14 +40,11 @@ import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "chaos"))
+from harness import packaged
+from harness import otlp
+from harness.otlp_sink import OtlpSink
 
-import harness  # noqa: E402
-import otlp  # noqa: E402
-from otlp_sink import OtlpSink  # noqa: E402
-
-OUT = Path(os.environ.get("CT_SOAK_OUT") or harness.REPO / "_build" / "soak")
+OUT = Path(os.environ.get("CT_SOAK_OUT") or packaged.REPO / "_build" / "soak")
 STATSLOG = "# /s/a.cpp\ndirect_cache_hit\n"
 
 # Bounds between the first sample after warm-up and the last one (taken with
@@ -123,7 +120,7 @@ def sample(proc, pprof_port):
     field = lambda k: int(re.search(rf"^{k}:\s+(\d+)", status, re.M).group(1))  # noqa: E731
     row = {"t_s": None, "rss_kib": field("VmRSS"), "hwm_kib": field("VmHWM"), "threads": field("Threads"),
            "fds": len(os.listdir(f"/proc/{pid}/fd")), "goroutines": None,
-           "heap_alloc_bytes": harness.self_metric(proc, "process_runtime_heap_alloc_bytes")}
+           "heap_alloc_bytes": packaged.self_metric(proc, "process_runtime_heap_alloc_bytes")}
     if pprof_port:
         with urllib.request.urlopen(f"http://127.0.0.1:{pprof_port}/debug/pprof/goroutine?debug=1", timeout=10) as r:
             first = r.readline().decode()
@@ -154,7 +151,7 @@ def run():
     sample_s = env_float("CT_SOAK_SAMPLE_S", min(60.0, max(5.0, seconds / 30)))
     keep = int(env_float("CT_SOAK_KEEP_BUILDS", 600))
     warmup = max(60.0, seconds / 10)
-    binary = harness.collector_mod.binary_path()
+    binary = packaged.collector_mod.binary_path()
     pprof = has_pprof(binary)
     OUT.mkdir(parents=True, exist_ok=True)
 
@@ -163,7 +160,7 @@ def run():
     diag.mkdir()
     state.mkdir()
     cell = cas_store(root)
-    pprof_port = harness.collector_mod.free_port() if pprof else None
+    pprof_port = packaged.collector_mod.free_port() if pprof else None
     extra = root / "soak.yaml"
     text = ("receivers:\n  compiletools:\n    cas:\n"
             f"      stores: [{{kind: obj, path: {cell}}}]\n"
@@ -174,10 +171,10 @@ def run():
     extra.write_text(text)
 
     tally = BuildTally()
-    want_spans = harness.spans_per_build()
+    want_spans = packaged.spans_per_build()
     names, samples = [], []
     with OtlpSink(summarize=tally.summarize) as sink:
-        proc = harness.start_packaged(binary, root / "c", state, diag, sink, extra=[f"--config={extra}"], poll="1s")
+        proc = packaged.start_packaged(binary, root / "c", state, diag, sink, extra=[f"--config={extra}"], poll="1s")
         t0 = time.monotonic()
 
         def take():
@@ -196,15 +193,15 @@ def run():
             while time.monotonic() - t0 < seconds:
                 now = time.monotonic()
                 if now >= next_build:
-                    name = harness.build_name(i)
+                    name = packaged.build_name(i)
                     live = i % 10 == 0   # a live statslog, deleted after the rename as ct-cake does
-                    d = harness.finish_build(diag, name, statslog=STATSLOG if live else None)
+                    d = packaged.finish_build(diag, name, statslog=STATSLOG if live else None)
                     if live:
                         time.sleep(0.02)
                         os.unlink(d / "ccache.statslog")
                     names.append(name)
                     if i >= keep:
-                        harness.rmtree(diag / names[i - keep])
+                        packaged.rmtree(diag / names[i - keep])
                     i += 1
                     next_build += interval
                 if now >= next_cas_change:   # the store changes between scans
@@ -218,12 +215,12 @@ def run():
             sink.wait_for(lambda: tally.delivered(want, want_spans) == want, 180)
             sink.wait_quiet(3.0, 60)
             take()
-            scans = harness.self_metric(proc, "receiver_compiletools_cas_scan_duration_count")
-            scan_errors = harness.self_metric(proc, "receiver_compiletools_cas_scan_errors")
-            warnings = harness.warning_lines([proc], "")
+            scans = packaged.self_metric(proc, "receiver_compiletools_cas_scan_duration_count")
+            scan_errors = packaged.self_metric(proc, "receiver_compiletools_cas_scan_errors")
+            warnings = packaged.warning_lines([proc], "")
         finally:
             code = proc.stop()
-    harness.rmtree(root)
+    packaged.rmtree(root)
 
     arrived = tally.delivered(set(names), want_spans)
     dups, other_ids = tally.duplicated(want_spans)

@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-import otlp
+from . import otlp
 
 REPO = Path(__file__).resolve().parents[2]
 INVOCATION_ID = re.compile(r"^\d{8}T\d{6}-\d+$")  # spec §1.2

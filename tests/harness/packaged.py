@@ -1,26 +1,21 @@
-"""What every chaos scenario shares: the packaged collector on a scratch
-state directory, builds written the way ct-cake finishes them, and what the
-sink received, per build."""
+"""What every chaos scenario (tests/chaos) and the soak (tests/soak) share:
+the packaged collector on a scratch state directory, builds written the way
+ct-cake finishes them, and what the sink received, per build."""
 
 import os
 import pwd
 import shutil
 import subprocess
-import sys
 import tempfile
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))
-sys.path.insert(0, str(HERE.parent / "deploy"))
+from . import collector as collector_mod
+from . import reference
+from .service import ServiceCollector, read_environment_file
 
-import collector as collector_mod  # noqa: E402
-import reference  # noqa: E402
-from service import ServiceCollector, read_environment_file  # noqa: E402
-
-REPO = HERE.parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = REPO / "deploy" / "packages"
 CASE = "01-geom-shake-cold"
 HOST = "chaos-host"

@@ -11,14 +11,18 @@ the exporter sees a healthy backend. Other paths get 404, undecodable bodies
 `hold()` makes it record requests but leave them unanswered until
 `release()`, to kill a sender while its exports are in flight.
 
+`CT_SINK_RECORD_DIR=DIR` in the environment when a sink is made: every
+body it accepts is also written to DIR (sink_recording.py); off by default.
+
 Library use:
 
     with OtlpSink() as sink:            # binds 127.0.0.1, free port
         ... point an exporter at sink.endpoint ...
         assert sink.wait_for(lambda: len(sink.spans()) >= 49, timeout=30)
 
-Script use (manual debugging): `python otlp_sink.py [--port N]` prints one
-line per request until Ctrl-C.
+Script use (manual debugging), from the repository root:
+`PYTHONPATH=tests python -m harness.otlp_sink [--port N]` prints one line
+per request until Ctrl-C.
 """
 
 import argparse
@@ -32,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.message import DecodeError
 
-import otlp
+from . import otlp, sink_recording
 
 PATHS = {"/v1/traces": "traces", "/v1/metrics": "metrics", "/v1/logs": "logs"}
 
@@ -77,6 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             raw = _decompress(body, encoding)
             message = _decode_or_400(kind, raw)
+            self.server.sink._keep_on_disk(kind, raw)
         except _BadRequest as exc:
             self.server.sink._record_rejected(Rejected(path, exc.status, exc.reason))
             self._reply(exc.status, exc.reason.encode(), "text/plain; charset=utf-8")
@@ -169,6 +174,7 @@ class OtlpSink:
         self._hold_gate = None   # threading.Event while holding answers
         self._held = []
         self._last_change = time.monotonic()
+        self._recorder = sink_recording.from_environment()
 
     # -- life cycle --------------------------------------------------------
     def start(self):
@@ -229,6 +235,17 @@ class OtlpSink:
             return list(self._held)
 
     # -- recording (called from handler threads) ---------------------------
+    def _keep_on_disk(self, kind, raw):
+        """The CT_SINK_RECORD_DIR copy of an accepted body. A body that
+        cannot be written is answered 500 and counted as rejected, so a run
+        meant to record never passes with bodies missing."""
+        if self._recorder is None:
+            return
+        try:
+            self._recorder.write(kind, raw)
+        except OSError as exc:
+            raise _BadRequest(500, f"cannot record the body in {self._recorder.directory}: {exc}")
+
     def _record(self, kind, raw, message, encoding, wire_bytes):
         """Records a request; returns the gate to wait on when holding."""
         if self._summarize is not None:

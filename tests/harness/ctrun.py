@@ -24,6 +24,7 @@ import time
 
 BUILD_TIMEOUT_S = 300
 TRANSIENT_FILES = ("ccache.statslog", "rule_outcomes.log")
+VARIANT = "ccache-gcc.cxx17.debug"   # compiletools' own ccache axis: CXX = ccache g++
 
 
 def ct_venv():
@@ -100,7 +101,6 @@ class TransientWatcher(threading.Thread):
 
 
 def ct_cake_argv(backend, diag_parent, statslog_arg, endpoint, metrics_as_spans=False, variant=None):
-    from scenarios import VARIANT
     argv = ["ct-cake", f"--variant={variant or VARIANT}", f"--backend={backend}", "--timing",
             f"--diagnostics-dir={diag_parent}", f"--ccache-statslog={statslog_arg}",
             "--otel-export", "--otel-protocol=http", f"--otel-endpoint={endpoint}"]

@@ -11,7 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-import collector as collector_mod
+from . import collector as collector_mod
 
 
 def read_environment_file(path):

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from collector import POLL_INTERVAL_S
+from .collector import POLL_INTERVAL_S
 
 # A build must reach the sink well within this (the design target is
 # poll_interval + 200 ms; the margin absorbs a slow CI machine).

@@ -1,0 +1,1 @@
+"""A build drawn as a timeline with its critical path (timeline.py)."""

@@ -1,0 +1,1 @@
+"""Receiver measurements with the real collector process (receiver_bench.py)."""

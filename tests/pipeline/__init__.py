@@ -1,0 +1,1 @@
+"""Builds through real delivery paths: agent -> gateway -> sink or Jaeger v2."""

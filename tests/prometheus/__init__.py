@@ -1,0 +1,1 @@
+"""The Grafana dashboard's queries against a real Prometheus scraping the collector."""

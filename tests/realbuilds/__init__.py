@@ -1,0 +1,1 @@
+"""Real ct-cake builds against the collector, compared with ct-cake's own export."""
