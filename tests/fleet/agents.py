@@ -27,14 +27,10 @@ from . import usage
 CONFIG = packaged.PACKAGES / "config.yaml"
 ENV_FILE = packaged.PACKAGES / "otelcol-compiletools.env"
 POLL = "500ms"
-# CT_FLEET_FAULT=agent-no-wait: the exporter's queue acknowledges at once
-# (the exporter's default), so a killed agent loses what it checkpointed
-# but had not sent: the test must then fail.
-NO_WAIT_FAULT = ["--set=exporters.otlp_http.sending_queue.wait_for_result=false"]
 
 
 class Agent:
-    def __init__(self, binary, root, host_name, gateway_endpoint, lifetimes=1, fault=None):
+    def __init__(self, binary, root, host_name, gateway_endpoint, lifetimes=1):
         """`lifetimes`: how many process lifetimes to reserve a prometheus
         exporter port for (Prometheus' targets are fixed at its start)."""
         self.binary = Path(binary)
@@ -48,7 +44,6 @@ class Agent:
         self.health_port = free_port()
         self.metrics_port = free_port()          # the collector's own telemetry
         self.exporter_ports = [free_port() for _ in range(lifetimes)]
-        self.fault = fault
         self.lifetimes = []
         self.usage = usage.Usage()
 
@@ -86,8 +81,6 @@ class Agent:
                 f"--set=exporters.prometheus.endpoint=127.0.0.1:{port}",
                 "--set=exporters.prometheus.metric_expiration=24h",
                 "--set=service.pipelines.metrics.exporters=[otlp_http, prometheus]"]
-        if self.fault == "agent-no-wait":
-            argv += NO_WAIT_FAULT
         proc = ServiceCollector(argv, self.root / f"run{n}", self.health_port, env=env, config_path=CONFIG)
         proc.metrics_port = self.metrics_port
         self.lifetimes.append(proc)

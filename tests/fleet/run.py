@@ -5,7 +5,7 @@ asserts on."""
 
 import time
 
-from harness import reference
+from harness import bench_builds, reference
 
 from . import expected as expected_mod
 from . import plan, scenario, topology, totals, traces
@@ -56,13 +56,20 @@ def _wait_agents_idle(fleet, timeout):
     return False
 
 
-def _cost_rows(fleet, played, spans):
+def _cpu_now(fleet):
+    """CPU seconds so far of every agent and gateway (all lifetimes)."""
+    return {c: c.usage.total(c.proc)[0] for c in [*fleet.agents, fleet.lb, *fleet.backends]}
+
+
+def _cost_rows(fleet, played, spans, cpu_at_play):
+    """CPU from the first build on (start-up excluded; idle time during
+    the run included) and peak RSS, per component."""
     builds = len(played)
     rows, numbers = [], {}
     agent_cpu = agent_rss = 0
     for a in fleet.agents:
         cpu, rss = a.usage.total(a.proc)
-        agent_cpu += cpu
+        agent_cpu += cpu - cpu_at_play[a]
         agent_rss = max(agent_rss, rss)
     numbers["agents"] = {"cpu_s": round(agent_cpu, 2), "peak_rss_mib": round(agent_rss / 1024, 1),
                          "cpu_ms_per_build": round(1000 * agent_cpu / builds, 2),
@@ -73,6 +80,7 @@ def _cost_rows(fleet, played, spans):
                  f"{numbers['agents']['cpu_ms_per_1k_spans']} ms per 1,000 spans"))
     for g in [fleet.lb, *fleet.backends]:
         cpu, rss = g.usage.total(g.proc)
+        cpu -= cpu_at_play[g]
         numbers[g.name] = {"cpu_s": round(cpu, 2), "peak_rss_mib": round(rss / 1024, 1),
                            "cpu_s_per_1k_builds": round(1000 * cpu / builds, 2),
                            "cpu_ms_per_1k_spans": round(1e6 * cpu / spans, 1)}
@@ -80,8 +88,9 @@ def _cost_rows(fleet, played, spans):
                      f"{numbers[g.name]['cpu_s_per_1k_builds']} s CPU per 1,000 builds, "
                      f"{numbers[g.name]['cpu_ms_per_1k_spans']} ms per 1,000 spans"))
     jaeger_rss = fleet.jaeger.peak_rss_mib()
-    numbers["jaeger"] = {"peak_rss_mib": round(jaeger_rss, 1)}
-    rows.append(("jaeger", "", round(jaeger_rss, 1), ""))
+    jaeger_cpu, _ = bench_builds.proc_stats(fleet.jaeger.proc.pid)
+    numbers["jaeger"] = {"cpu_s": round(jaeger_cpu, 2), "peak_rss_mib": round(jaeger_rss, 1)}
+    rows.append(("jaeger (whole run)", round(jaeger_cpu, 2), round(jaeger_rss, 1), ""))
     return rows, numbers
 
 
@@ -102,6 +111,7 @@ def run(binaries, root, s):
         agent_staged = [stage.stage(agent_big) for _ in s.killed_agents]
         player = scenario.Player(fleet, stage, stream, dumps, s.play_s)
         time.sleep(STARTUP_GRACE_S)
+        cpu_at_play = _cpu_now(fleet)
         player.start()
         faults = []
 
@@ -147,7 +157,7 @@ def run(binaries, root, s):
         want = totals.expected_totals(player.played, expected)
         diffs = totals.differences(got, want)
         spans = sum(len(expected[b.trace_id].spans) for b in player.played)
-        cost_rows, numbers = _cost_rows(fleet, player.played, spans)
+        cost_rows, numbers = _cost_rows(fleet, player.played, spans, cpu_at_play)
         result.update({"builds": len(player.played), "spans": spans, "play_s": round(play_s, 1),
                        "copies_in_jaeger": sum(v.copies for v in verdicts.values()),
                        "metrics_requests_at_backends_sink": len(fleet.sink.requests("metrics")),

@@ -5,13 +5,13 @@
 | CT_FLEET_AGENTS | 8 | agents (build hosts), at least 6 |
 | CT_FLEET_BUILDS | 416 | builds played, the three large fault builds included |
 | CT_FLEET_PLAY_S | 150 | seconds over which the stream of builds is published |
-| CT_FLEET_FAULT | unset | a deliberate defect that must make the test fail: `agent-no-wait` (the agents' exporter acknowledges before sending) or `backend-batch` (a batch processor in the backends) |
+| CT_FLEET_FAULT | unset | a deliberate defect that must make the test fail: `backend-batch` (a batch processor in the backends' traces pipeline, which acknowledges before exporting) |
 """
 
 import os
 from dataclasses import dataclass, field
 
-FAULTS = ("agent-no-wait", "backend-batch")
+FAULTS = ("backend-batch",)
 
 
 @dataclass

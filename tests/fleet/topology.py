@@ -86,8 +86,7 @@ class Fleet:
         self.lb.start()
         self.agents = [agents_mod.Agent(self.binaries.agent, self.root / "hosts" / host_name(i), host_name(i),
                                         self.lb.http_endpoint,
-                                        lifetimes=2 if host_name(i) in self._restarted else 1,
-                                        fault=self.fault)
+                                        lifetimes=2 if host_name(i) in self._restarted else 1)
                        for i in range(self._agent_count)]
         _in_parallel([a.start for a in self.agents])
         self.prometheus = totals.FleetPrometheus(self.binaries.prometheus, self.root / "prometheus",
