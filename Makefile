@@ -402,7 +402,7 @@ test-semconv: ct-otel-dump
 # --- end semconv ---
 
 # --- gateway: the tier between agents and the OTLP backend (deploy/gateway/) ---
-# Not part of `make test` (yet). See deploy/gateway/README.md.
+# Only test-fleet is part of `make test`. See deploy/gateway/README.md.
 #   make gateway         the gateway distribution (one binary, lb and backend
 #                        roles by config) in _build/otelcol-gateway/
 #   make gateway-smoke   loopback: agent -> lb gateway -> 3 backend gateways ->
@@ -412,6 +412,11 @@ test-semconv: ct-otel-dump
 #   make check-gateway-manifests  configs and Kubernetes manifests parse, the
 #                        ConfigMap holds the configs verbatim, the gateway
 #                        validates both roles
+#   make test-fleet      8 agents (packaged config) -> lb -> 3 backends -> Jaeger,
+#                        Prometheus scraping the agents: >= 400 builds through
+#                        kill -9 of a backend and of two agents and a 30 s Jaeger
+#                        outage; every build whole, per-host totals exact
+#                        (docs/fleet.md; table in _build/fleet/results.md)
 # Its own ocb: the gateway is pinned to core/contrib v0.160.0, the newest
 # release whose modules (loadbalancingexporter's included) are all served here.
 GATEWAY_OCB_VERSION  := v0.160.0
@@ -422,7 +427,7 @@ GATEWAY_SMOKE_CASE   ?= ../shared/corpus/cases/01-geom-shake-cold
 GATEWAY_SMOKE_BUILDS ?= 30
 GATEWAY_LOAD_BUILDS  ?= 0
 
-.PHONY: gateway gateway-smoke check-gateway-manifests
+.PHONY: gateway gateway-smoke check-gateway-manifests test-fleet
 
 $(GATEWAY_OCB):
 	mkdir -p $(dir $@)
@@ -444,4 +449,12 @@ $(GATEWAY_VENV)/.installed: deploy/gateway/requirements.txt
 
 check-gateway-manifests: gateway $(GATEWAY_VENV)/.installed
 	$(GATEWAY_VENV)/bin/python deploy/gateway/check_manifests.py --gateway $(GATEWAY)
+
+## test-fleet: the fleet test (tests/fleet, docs/fleet.md); CT_FLEET_BUILDS, CT_FLEET_PLAY_S,
+## CT_FLEET_AGENTS size it, CT_FLEET_FAULT=agent-no-wait|backend-batch makes it fail on purpose
+test-fleet: gateway collector ct-otel-dump venv deps-prometheus $(JAEGER)
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) GATEWAY_BIN=$(abspath $(GATEWAY)) JAEGER_BIN=$(abspath $(JAEGER)) \
+	  CT_OTEL_DUMP=$(abspath $(CT_OTEL_DUMP)) $(PYTHON) -m pytest -q -s tests/fleet
+
+test: test-fleet
 # --- end gateway ---

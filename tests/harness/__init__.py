@@ -15,4 +15,5 @@ tests/pytest.ini and `PYTHONPATH=tests` put tests/ on the import path).
     ctotel_ids      the deterministic ctotel/v1 trace and span ids
     bench_builds    finished builds in bulk and process CPU/RSS, for benchmarks
     bench_inputs    rust/bench/inputs.py, the synthetic N-rule timing.json generator
+    tcp_proxy       a TCP proxy a test cuts and restores (a backend unreachable), in or out of process
 """
