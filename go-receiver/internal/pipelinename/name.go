@@ -27,8 +27,9 @@ func Of(configured, workTree, invocationDir string) string {
 // default layout `<project>/bin/<variant>/diagnostics/<invocation>`
 // (formats.md §1.1) it is the project directory's name; otherwise the name
 // of the diagnostics directory the build is in (an explicit
-// `--diagnostics-dir` or `DIAGNOSTICS_DIR`), or Default at the root of
-// the file system.
+// `--diagnostics-dir` or `DIAGNOSTICS_DIR`) — or, when that is called
+// `diagnostics` like compiletools' own, which says nothing, the name of
+// the directory holding it — or Default at the root of the file system.
 func Fallback(invocationDir string) string {
 	diag := filepath.Dir(filepath.Clean(invocationDir))
 	variantDir := filepath.Dir(diag)
@@ -36,6 +37,11 @@ func Fallback(invocationDir string) string {
 	if filepath.Base(diag) == "diagnostics" && filepath.Base(bin) == "bin" {
 		if project := readable(filepath.Dir(bin)); project != "" {
 			return project
+		}
+	}
+	if filepath.Base(diag) == "diagnostics" {
+		if name := readable(variantDir); name != "" {
+			return name
 		}
 	}
 	if name := readable(diag); name != "" {

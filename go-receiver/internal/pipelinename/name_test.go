@@ -11,8 +11,11 @@ func TestOf(t *testing.T) {
 		{"", "", "/home/dev/src/geom/src/bin/gcc.debug/diagnostics/20261130T034340-1", "src"},
 		// An explicit diagnostics directory: its own name.
 		{"", "", "/home/dev/runs/10-textkit/diag/20261130T034407-25356", "diag"},
-		{"", "", "/var/ct/diagnostics/20261130T034407-25356", "diagnostics"},
-		{"", "", "/bin/x/diagnostics/20261130T034407-25356", "diagnostics"},
+		// ... unless it is called diagnostics: the directory holding it.
+		{"", "", "/var/ct/diagnostics/20261130T034407-25356", "ct"},
+		{"", "", "/corpus/cases/01-geom-shake-cold/diagnostics/20261130T034340-24175", "01-geom-shake-cold"},
+		{"", "", "/bin/x/diagnostics/20261130T034407-25356", "x"},
+		{"", "", "/diagnostics/20261130T034407-25356", "diagnostics"},
 		{"", "", "/20261130T034407-25356", Default},
 		{"", "", "20261130T034407-25356", Default},
 	} {
