@@ -55,7 +55,8 @@ func (t *Tracker) forgetPipelines() {
 
 // appendRunsActive adds the metric: a point per pipeline with a running
 // build, and a last 0 for each pipeline whose runs ended since the last
-// send (then it is forgotten, so ended pipelines do not pile up).
+// send (then it is forgotten, so ended pipelines do not pile up); no
+// metric while nothing runs or just ended.
 func appendRunsActive(ms pmetric.MetricSlice, active, lastSent map[string]int64, start, ts pcommon.Timestamp) {
 	names := make([]string, 0, len(active)+len(lastSent))
 	for name := range maps.Keys(active) {
@@ -65,6 +66,9 @@ func appendRunsActive(ms pmetric.MetricSlice, active, lastSent map[string]int64,
 		if _, still := active[name]; !still {
 			names = append(names, name)
 		}
+	}
+	if len(names) == 0 {
+		return // no run to count: a metric without points says nothing
 	}
 	sort.Strings(names)
 	m := ms.AppendEmpty()
