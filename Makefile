@@ -135,7 +135,7 @@ COMMIT_SUBJECT_BASE := 728b246bbf6a027160faa2a8cfee957a421fb9e7
 check-commit-subjects:
 	tests/tools/check_commit_subjects.sh $(COMMIT_SUBJECT_BASE)
 
-test: check-docs check-commit-subjects check-rust-circles check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-pipeline test-chaos-fast test-realbuilds test-casreal
+test: check-docs check-commit-subjects check-rust-circles check-release-lib test-release-lib-arm64 lint-rust lint-go test-rust test-go test-e2e test-semconv test-pipeline test-chaos-fast test-realbuilds test-casreal
 
 ## check-rust-circles: no two modules of rust/src import each other, directly
 ## or through others (lib.rs: data flows one way); names each circle it finds
@@ -393,12 +393,16 @@ dashboard-picture: collector venv deps-prometheus
 
 # --- semconv conformance ---
 ## test-semconv: the receiver's OTLP against the OpenTelemetry semantic-conventions
-## registry, read from the pinned otel Go module (tests/semconv/README.md): the
-## checker's own tests, then every corpus build's ct-otel-dump output through it
+## registry, read from the pinned copy of its model YAML (tests/semconv/README.md):
+## the checker's own tests, every corpus build's ct-otel-dump output, then the real
+## collector's output for every corpus build and a live build, history and live on
+SEMCONV_DIR := $(BUILD_DIR)/semconv
 .PHONY: test-semconv
-test-semconv: ct-otel-dump
-	cd tests/semconv && go test ./...
-	tests/semconv/check-corpus.sh $(abspath $(CT_OTEL_DUMP)) ../shared/corpus/cases $(BUILD_DIR)/semconv
+test-semconv: collector venv ct-otel-dump
+	cd tests/semconv && go vet ./... && go test -count=1 ./...
+	tests/semconv/check-corpus.sh $(abspath $(CT_OTEL_DUMP)) ../shared/corpus/cases $(SEMCONV_DIR)
+	CT_SEMCONVCHECK=$(abspath $(SEMCONV_DIR))/semconvcheck CT_SEMCONV_OUT=$(abspath $(SEMCONV_DIR))/collector \
+	  OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q -s tests/semconv
 # --- end semconv ---
 
 # --- gateway: the tier between agents and the OTLP backend (deploy/gateway/) ---

@@ -15,6 +15,8 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/gitsha"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/pipelinename"
 )
 
 // processBuild parses one build once and hands it to every consumer not
@@ -128,19 +130,19 @@ func (r *compiletoolsReceiver) unreadable(ctx context.Context, b discovery.Build
 
 func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, signals ffi.Signals, open openBuild) ffi.Request {
 	req := ffi.Request{
-		InvocationDir:  b.Dir,
-		StatslogPath:   r.sideFile(ctx, b.Dir, capture.Statslog),
-		OutcomesPath:   r.sideFile(ctx, b.Dir, capture.Outcomes),
-		HostName:       r.hostName,
-		ServiceName:    r.cfg.ServiceName,
-		GitCommitSHA:   open.gitSHA,
-		VCS:            open.vcs,
-		PipelineName:   r.pipelineName(b, open.workTree),
-		RootSpanServer: r.cfg.RootSpanKind == RootSpanServer,
-		History:        r.history.Handle(),
-		Signals:        signals,
-		MetricsAsSpans: r.cfg.MetricsAsSpans,
-		BuildMetrics:   r.metricSwitches.buildMetricsWanted(),
+		InvocationDir:   b.Dir,
+		StatslogPath:    r.sideFile(ctx, b.Dir, capture.Statslog),
+		OutcomesPath:    r.sideFile(ctx, b.Dir, capture.Outcomes),
+		HostName:        r.hostName,
+		ServiceName:     r.cfg.ServiceName,
+		GitCommitSHA:    open.gitSHA,
+		VCS:             open.vcs,
+		PipelineName:    r.pipelineName(b, open.workTree),
+		SemconvRootSpan: r.cfg.SemconvRootSpan,
+		History:         r.history.Handle(),
+		Signals:         signals,
+		MetricsAsSpans:  r.cfg.MetricsAsSpans,
+		BuildMetrics:    r.metricSwitches.buildMetricsWanted(),
 		// The compatibility switch keeps ct-cake's per-build series.
 		HostMetricIdentity: !r.cfg.PerBuildMetricIdentity,
 		Limits: ffi.Limits{
@@ -158,18 +160,18 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 	return req
 }
 
-// pipelineName is `cicd.pipeline.name`: the configured name, else the name
-// of the git work tree's directory (the project), else the diagnostics
-// directory holding the build (one per project or variant).
+// pipelineName is `cicd.pipeline.name` (internal/pipelinename: the
+// configured name, else the git work tree's directory name, else a
+// readable name from the build's location).
 func (r *compiletoolsReceiver) pipelineName(b discovery.Build, workTree string) string {
-	switch {
-	case r.cfg.PipelineName != "":
-		return r.cfg.PipelineName
-	case workTree != "":
-		return filepath.Base(workTree)
-	default:
-		return filepath.Dir(b.Dir)
-	}
+	return pipelinename.Of(r.cfg.PipelineName, workTree, b.Dir)
+}
+
+// livePipelineName is a running build's cicd.pipeline.name by the same
+// rule, its work tree looked up as the ledger does (noteGitSHA).
+func (r *compiletoolsReceiver) livePipelineName(dir string) string {
+	workTree, _ := gitsha.WorkTree(dir)
+	return pipelinename.Of(r.cfg.PipelineName, workTree, dir)
 }
 
 // userAttributes lists the configured resource attributes in key order:

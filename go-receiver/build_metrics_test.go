@@ -203,7 +203,7 @@ func TestEveryEmittedMetricAndResourceAttributeIsDeclaredAndDocumented(t *testin
 	}
 	s := runLiveAndHistory(t, testConfig())
 	check("history and live builds", s.traces.AllTraces(), s.metrics.AllMetrics(),
-		[]string{"ct.cache.time_saved", "ct.build.running", "ct.live.compiles", "ct.build.critical_path.duration"})
+		[]string{"ct.cache.time_saved", "ct.build.running", "ct.live.compiles", "cicd.pipeline.run.active", "ct.build.critical_path.duration"})
 }
 
 // runLiveAndHistory runs one receiver for traces, metrics and logs with the

@@ -16,7 +16,8 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
 
-// Root span kinds (`root_span_kind`).
+// Root span kinds of the deprecated `root_span_kind` (semconv_root_span
+// replaces it: `server` is semconv_root_span: true).
 const (
 	RootSpanInternal = "internal"
 	RootSpanServer   = "server"
@@ -86,8 +87,12 @@ type Config struct {
 	// PipelineName is `cicd.pipeline.name`; default: the git work tree's
 	// directory name, else the diagnostics directory holding the build.
 	PipelineName string `mapstructure:"pipeline_name"`
-	// RootSpanKind is the kind of the root span: "internal" (ct-cake's) or
-	// "server" (the CI/CD conventions' pipeline run span).
+	// SemconvRootSpan makes the root span the CI/CD conventions' pipeline
+	// run span: named `{action} {pipeline}` (`BUILD geom`) and of kind
+	// SERVER, instead of ct-cake's `compiletools.build`, INTERNAL.
+	SemconvRootSpan bool `mapstructure:"semconv_root_span"`
+	// RootSpanKind is the deprecated spelling: "server" is
+	// SemconvRootSpan, "internal" its default (config_aliases.go).
 	RootSpanKind string `mapstructure:"root_span_kind"`
 	// MetricsAsSpans emits ccache snapshots as spans instead of metrics.
 	MetricsAsSpans bool `mapstructure:"metrics_as_spans"`
@@ -265,7 +270,6 @@ func createDefaultConfig() *Config {
 		PollInterval:        5 * time.Second,
 		SettleTimeout:       30 * time.Second,
 		StartAt:             StartAtEnd,
-		RootSpanKind:        RootSpanInternal,
 		MaxConcurrentBuilds: 2,
 		MaxBuildsPerPoll:    100,
 		MaxRequestSpans:     defaultMaxRequestSpans,
@@ -349,8 +353,8 @@ func (c *Config) Validate() error {
 	if c.MetricsTemporality != MetricsTemporalityCumulative && c.MetricsTemporality != MetricsTemporalityDelta {
 		add("metrics_temporality: must be %q or %q, got %q", MetricsTemporalityCumulative, MetricsTemporalityDelta, c.MetricsTemporality)
 	}
-	if c.RootSpanKind != RootSpanInternal && c.RootSpanKind != RootSpanServer {
-		add("root_span_kind: must be %q or %q, got %q", RootSpanInternal, RootSpanServer, c.RootSpanKind)
+	if c.RootSpanKind != "" && c.RootSpanKind != RootSpanInternal && c.RootSpanKind != RootSpanServer {
+		add("root_span_kind (deprecated: semconv_root_span): must be %q or %q, got %q", RootSpanInternal, RootSpanServer, c.RootSpanKind)
 	}
 	errs = append(errs, c.aliasConflicts...)
 	if c.GitCommit.MaxLag < 0 {

@@ -26,7 +26,7 @@ func TestNewKeysSetTheValues(t *testing.T) {
 		"exclude_older_than": "2h",
 		"cas":                map[string]any{"collection_interval": "1m", "timeout": "30s"},
 		"pipeline_name":      "geom",
-		"root_span_kind":     "server",
+		"semconv_root_span":  true,
 	})
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestNewKeysSetTheValues(t *testing.T) {
 	if cfg.ResourceAttributes["team"] != "core" || cfg.MaxAge != 2*time.Hour || cfg.CAS.ScanInterval != time.Minute || cfg.CAS.Timeout != 30*time.Second {
 		t.Fatalf("values not adopted: %+v", cfg)
 	}
-	if cfg.PipelineName != "geom" || cfg.RootSpanKind != RootSpanServer || len(cfg.deprecatedKeys) != 0 {
+	if cfg.PipelineName != "geom" || !cfg.SemconvRootSpan || len(cfg.deprecatedKeys) != 0 {
 		t.Fatalf("unexpected %+v", cfg)
 	}
 }
@@ -46,14 +46,16 @@ func TestOldKeysStillWorkAndWarn(t *testing.T) {
 		"resource_attributes": map[string]any{"team": "core"},
 		"max_age":             "3h",
 		"cas":                 map[string]any{"scan_interval": "2m"},
+		"root_span_kind":      "server",
 	})
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ResourceAttributes["team"] != "core" || cfg.MaxAge != 3*time.Hour || cfg.CAS.ScanInterval != 2*time.Minute {
+	if cfg.ResourceAttributes["team"] != "core" || cfg.MaxAge != 3*time.Hour || cfg.CAS.ScanInterval != 2*time.Minute || !cfg.SemconvRootSpan {
 		t.Fatalf("old values lost: %+v", cfg)
 	}
-	want := [][2]string{{"resource_attributes", "resource"}, {"max_age", "exclude_older_than"}, {"cas.scan_interval", "cas.collection_interval"}}
+	want := [][2]string{{"resource_attributes", "resource"}, {"max_age", "exclude_older_than"}, {"cas.scan_interval", "cas.collection_interval"},
+		{"root_span_kind", "semconv_root_span"}}
 	if len(cfg.deprecatedKeys) != len(want) {
 		t.Fatalf("deprecated keys %v, want %v", cfg.deprecatedKeys, want)
 	}
@@ -73,12 +75,15 @@ func TestBothSpellingsAreAnError(t *testing.T) {
 		"max_age":             "1h",
 		"exclude_older_than":  "1h",
 		"cas":                 map[string]any{"scan_interval": "1m", "collection_interval": "1m"},
+		"root_span_kind":      "internal",
+		"semconv_root_span":   false,
 	})
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, k := range []string{"resource_attributes and resource", "max_age and exclude_older_than", "cas.scan_interval and cas.collection_interval"} {
+	for _, k := range []string{"resource_attributes and resource", "max_age and exclude_older_than", "cas.scan_interval and cas.collection_interval",
+		"root_span_kind and semconv_root_span"} {
 		if !strings.Contains(err.Error(), k) {
 			t.Errorf("error %q does not name %s", err, k)
 		}
@@ -90,8 +95,16 @@ func TestRootSpanKindIsChecked(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "root_span_kind") {
 		t.Fatalf("got %v", err)
 	}
-	if d := createDefaultConfig(); d.RootSpanKind != RootSpanInternal {
-		t.Fatalf("default root span kind %q, want ct-cake's internal", d.RootSpanKind)
+	if d := createDefaultConfig(); d.SemconvRootSpan {
+		t.Fatal("default: the semconv root span, want ct-cake's compiletools.build, INTERNAL")
+	}
+	// The deprecated key: internal keeps ct-cake's root, server is the
+	// semconv root span (name and kind).
+	for kind, want := range map[string]bool{"internal": false, "server": true} {
+		cfg := loadConfig(t, map[string]any{"include": []any{"/d"}, "root_span_kind": kind})
+		if err := cfg.Validate(); err != nil || cfg.SemconvRootSpan != want {
+			t.Errorf("root_span_kind %s: semconv root span %v, %v", kind, cfg.SemconvRootSpan, err)
+		}
 	}
 }
 

@@ -90,7 +90,7 @@ func TestSemconvOnABranchWithCredentials(t *testing.T) {
 		"cicd.pipeline.run.id":    filepath.Base(dir),
 		"cicd.worker.id":          "test-host",
 		"cicd.worker.name":        "test-host",
-		"vcs.repository.url.full": "https://github.com/acme/geom.git",
+		"vcs.repository.url.full": "https://github.com/acme/geom",
 		"vcs.provider.name":       "github",
 		"vcs.ref.head.name":       "release/2.1",
 		"vcs.ref.head.type":       "branch",
@@ -141,13 +141,13 @@ func TestSemconvDetachedFailedServer(t *testing.T) {
 	copyCaseBuild(t, case10Failed, diag)
 
 	cfg := testConfig(diag)
-	cfg.RootSpanKind = RootSpanServer
+	cfg.SemconvRootSpan = true
 	cfg.PipelineName = "Build and Test"
 	td := oneBuild(t, cfg)
 	rs := td.ResourceSpans().At(0)
 	checkAttrs(t, "resource", rs.Resource().Attributes(), map[string]string{
 		"cicd.pipeline.name":      "Build and Test",
-		"vcs.repository.url.full": "gitlab.com:acme/textkit.git",
+		"vcs.repository.url.full": "https://gitlab.com/acme/textkit",
 		"vcs.provider.name":       "gitlab",
 		"vcs.ref.head.name":       "",
 		"vcs.ref.head.type":       "",
@@ -155,8 +155,11 @@ func TestSemconvDetachedFailedServer(t *testing.T) {
 	})
 	spans := rs.ScopeSpans().At(0).Spans()
 	root := spans.At(0)
-	if root.Kind() != ptrace.SpanKindServer {
-		t.Errorf("root kind %v, want SERVER", root.Kind())
+	if root.Kind() != ptrace.SpanKindServer || root.Name() != "BUILD Build and Test" {
+		t.Errorf("root %q kind %v, want \"BUILD Build and Test\", SERVER", root.Name(), root.Kind())
+	}
+	if st := root.Status(); st.Code() != ptrace.StatusCodeError || st.Message() != "build failed in build_execution" {
+		t.Errorf("failed build's root status %v %q, want ERROR", st.Code(), st.Message())
 	}
 	for i := 1; i < spans.Len(); i++ {
 		if spans.At(i).Kind() != ptrace.SpanKindInternal {
@@ -170,7 +173,8 @@ func TestSemconvDetachedFailedServer(t *testing.T) {
 }
 
 // A tag HEAD points to; outside any work tree the pipeline is the
-// diagnostics directory and there are no vcs keys.
+// project's directory name in compiletools' default layout, else the
+// diagnostics directory's name, and there are no vcs keys.
 func TestSemconvTagAndNoRepository(t *testing.T) {
 	repo, run := gitRepo(t, "geom", "")
 	run("tag", "v2.1.0")
@@ -193,9 +197,15 @@ func TestSemconvTagAndNoRepository(t *testing.T) {
 	copyCaseBuild(t, case01, diag)
 	td = oneBuild(t, testConfig(diag))
 	checkAttrs(t, "no repository", td.ResourceSpans().At(0).Resource().Attributes(), map[string]string{
-		"cicd.pipeline.name":    diag,
+		"cicd.pipeline.name":    "diag",
 		"vcs.ref.head.name":     "",
 		"vcs.ref.head.revision": "",
 		"git.commit.sha":        "",
+	})
+	layout := filepath.Join(plain, "textkit", "bin", "gcc.debug", "diagnostics")
+	copyCaseBuild(t, case01, layout)
+	td = oneBuild(t, testConfig(layout))
+	checkAttrs(t, "default layout", td.ResourceSpans().At(0).Resource().Attributes(), map[string]string{
+		"cicd.pipeline.name": "textkit",
 	})
 }

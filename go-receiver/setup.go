@@ -184,6 +184,7 @@ func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host compon
 		ResourceAttributes: r.userAttributes(),
 		MaxAttributeLen:    uint32(r.cfg.Limits.MaxAttributeLength),
 		MetricsEvery:       r.cfg.PollInterval,
+		PipelineName:       r.livePipelineName,
 	}, livebuilds.Settings{
 		Logger:           r.logger,
 		Now:              r.now,

@@ -120,7 +120,8 @@ fn encode(build: &Build, clock: &Clock, analytics: Option<&BuildAnalytics>, size
         root_attributes: root,
         max_attribute_len: 4096,
         analytics,
-        root_span_server: false,
+        semconv_root_span: false,
+        pipeline_name: "",
     };
     encode_trace_request(input, size_hint, &mut Warnings::new()).0
 }

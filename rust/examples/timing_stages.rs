@@ -186,7 +186,8 @@ fn main() -> ExitCode {
             root_attributes: root,
             max_attribute_len: req.limits.max_attribute_len,
             analytics: Some(&analytics),
-            root_span_server: false,
+            semconv_root_span: false,
+            pipeline_name: "",
         };
         // As process_build: the output goes into the text's buffer.
         let mut buffer = text.text.into_bytes();

@@ -56,9 +56,10 @@ pub struct BuildRequest {
     /// The `vcs.*` resource attributes the receiver read from the source
     /// tree, under the same lag rule as `git_commit_sha`.
     pub vcs: Vcs,
-    /// Kind of the root span: INTERNAL as ct-cake, or SERVER as the CI/CD
-    /// conventions want a pipeline run.
-    pub root_span_server: bool,
+    /// The root span as the CI/CD conventions' pipeline run (name
+    /// `{action} {pipeline}`, kind SERVER) instead of ct-cake's
+    /// `compiletools.build`, INTERNAL (the receiver's `semconv_root_span`).
+    pub semconv_root_span: bool,
     /// The receiver's compile history (time saved, duration deltas); the
     /// build is evaluated against it and staged under its invocation
     /// directory until the receiver commits it. `None`: no history numbers.
@@ -115,7 +116,7 @@ impl BuildRequest {
             metrics_as_spans: false,
             pipeline_name: String::new(),
             vcs: Vcs::default(),
-            root_span_server: false,
+            semconv_root_span: false,
             history: None,
             build_metrics: false,
             metric_identity: MetricIdentity::Build,

@@ -361,7 +361,9 @@ fn outcomes_merge_into_rules() {
             "ct.rule.weighted_s",
             "ct.critical_path",
             "cicd.pipeline.task.name",
-            "cicd.pipeline.task.type"
+            "cicd.pipeline.task.type",
+            "cicd.pipeline.task.run.id",
+            "cicd.pipeline.task.run.result"
         ]
     );
     // Last record wins.

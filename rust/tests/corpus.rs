@@ -194,6 +194,19 @@ fn helper_detects_differences() {
             }),
         ),
         (
+            "wrong task run id",
+            Box::new(move |t| {
+                t.spans[rule].attributes.insert(
+                    "cicd.pipeline.task.run.id".into(),
+                    Attr::Str("0000000000000001".into()),
+                );
+            }),
+        ),
+        (
+            "error status on a successful build",
+            Box::new(move |t| t.spans[root].status = (2, "build failed in build_execution".into())),
+        ),
+        (
             "wrong run id",
             Box::new(|t| {
                 t.resource

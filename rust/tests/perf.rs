@@ -125,7 +125,8 @@ fn stages(dir: &std::path::Path) {
         root_attributes: root,
         max_attribute_len: 4096,
         analytics: Some(&analytics),
-        root_span_server: false,
+        semconv_root_span: false,
+        pipeline_name: "",
     };
     let text_len = text.text.len();
     drop(text);
@@ -193,7 +194,8 @@ fn analytics_share_of_process_build() {
             root_attributes: root,
             max_attribute_len: 4096,
             analytics,
-            root_span_server: false,
+            semconv_root_span: false,
+            pipeline_name: "",
         };
         encode_trace_request(input, size, &mut Warnings::new()).0.len()
     };

@@ -71,7 +71,9 @@ fn root_phases_and_rules() {
             "ct.rule.weighted_s",
             "ct.critical_path",
             "cicd.pipeline.task.name",
-            "cicd.pipeline.task.type"
+            "cicd.pipeline.task.type",
+            "cicd.pipeline.task.run.id",
+            "cicd.pipeline.task.run.result"
         ]
     );
     // Root aggregates without statslog: H = 0; then the analytics, then
@@ -436,7 +438,9 @@ fn metadata_lifting_and_dropped_count() {
             "last",
             "ct.rule.weighted_s",
             "ct.critical_path",
-            "cicd.pipeline.task.type"
+            "cicd.pipeline.task.type",
+            "cicd.pipeline.task.run.id",
+            "cicd.pipeline.task.run.result"
         ]
     );
     assert_eq!(attr(r, "cas.bytes_reused"), Some(&Value::IntValue(12)));

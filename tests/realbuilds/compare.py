@@ -132,9 +132,14 @@ INTENDED_DIFFERENCES = (
     # cicd.worker.id/name (= host.name), vcs.* (revision = git.commit.sha).
     # Root: cicd.pipeline.action.name = BUILD, cicd.pipeline.result and
     # error.type as timing.json's phases decide; rules:
-    # cicd.pipeline.task.name (= ct.target) and cicd.pipeline.task.type.
-    ("semconv_additions", "issue 14, README Standard names",
-     "cicd.* / vcs.* / error.type keys on our resource, root and rule spans, absent from the reference",
+    # cicd.pipeline.task.name (= ct.target), cicd.pipeline.task.type,
+    # cicd.pipeline.task.run.id (= the span id), cicd.pipeline.task.run.result
+    # and test.case.* where the build decides them (issue 23); the phase a
+    # failed build stopped in: error.type. A failed build's root and that
+    # phase have status ERROR.
+    ("semconv_additions", "issues 14 and 23, docs/telemetry.md Standard names",
+     "cicd.* / vcs.* / error.type / test.case.* keys on our resource, root, phase and rule spans, and "
+     "status ERROR on a failed build's root and stopped phase, absent from the reference",
      "ours must carry them exactly where documented, as the trailing keys (after the analytics), "
      "with the documented values: the result from an independent reading of timing.json's phases, "
      "which must agree with ct-cake's exit code; they are removed before the attribute comparison"),
@@ -161,7 +166,9 @@ ANALYTICS_KEYS = ANALYTICS_ROOT_KEYS + ANALYTICS_RULE_KEYS
 ANALYTICS_TOP_N = 10
 # semconv_additions, in the order they are written.
 SEMCONV_ROOT_KEYS = ("cicd.pipeline.action.name", "cicd.pipeline.result", "error.type")
-SEMCONV_RULE_KEYS = ("cicd.pipeline.task.name", "cicd.pipeline.task.type")
+SEMCONV_RULE_KEYS = ("cicd.pipeline.task.name", "cicd.pipeline.task.type", "cicd.pipeline.task.run.id",
+                     "cicd.pipeline.task.run.result", "test.case.name", "test.case.result.status")
+STATUS_CODE_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 SEMCONV_SPAN_KEYS = SEMCONV_ROOT_KEYS + SEMCONV_RULE_KEYS
 SEMCONV_RESOURCE_KEYS = ("cicd.pipeline.name", "cicd.pipeline.run.id", "cicd.worker.id", "cicd.worker.name",
                          "vcs.repository.url.full", "vcs.provider.name", "vcs.ref.head.name",
@@ -594,7 +601,10 @@ def _check_pairs(rep, pairs, ours, ref, blocks, delay):
         # kind, status, events, links, trace flags
         if o.span.kind != r.span.kind:
             rep.bad("span", f"{what}: kind {o.span.kind} vs {r.span.kind}")
-        if (o.span.status.code, o.span.status.message) != (r.span.status.code, r.span.status.message):
+        # semconv_additions: a failed build's root and stopped phase are
+        # ERROR; _check_semconv checks where ERROR is, and nowhere else.
+        if o.span.status.code != STATUS_CODE_ERROR and \
+                (o.span.status.code, o.span.status.message) != (r.span.status.code, r.span.status.message):
             rep.bad("span", f"{what}: status {o.span.status} vs {r.span.status}")
         if len(o.span.events) != len(r.span.events) or len(o.span.links) != len(r.span.links):
             rep.bad("span", f"{what}: events/links {len(o.span.events)}/{len(o.span.links)} "
@@ -709,23 +719,53 @@ def _check_semconv(rep, ours, timing, case):
             rep.bad("semconv", f"{s.span.name}: semantic-convention keys not at the end: {order}")
         return [(k, plain(s.attrs.get(k))) for k in order[len(order) - n:]]
 
+    root_ids = {s.span.span_id for s in ours if not s.span.parent_span_id}
+    succeeded = result is not None and result[0] == "success"
+    stopped_in = result[1] if result is not None else None
     for s in ours:
+        failed_here = None
         if not s.span.parent_span_id:
             want = [("cicd.pipeline.action.name", "BUILD")]
             if result is not None:
                 want.append(("cicd.pipeline.result", result[0]))
                 if result[1] is not None:
                     want.append(("error.type", result[1]))
+            failed_here = stopped_in
         elif "ct.rule_type" in s.attrs:
             target = plain(s.attrs.get("ct.target"))
             want = [("cicd.pipeline.task.name", target)] if target else []
             test = plain(s.attrs.get("ct.rule_type")) == "test"
             want.append(("cicd.pipeline.task.type", "test" if test else "build"))
+            want.append(("cicd.pipeline.task.run.id", s.span.span_id.hex()))
+            if not test or succeeded:
+                want.append(("cicd.pipeline.task.run.result", "success"))
+            if test and succeeded and target:
+                want.append(("test.case.name", _test_case_name(target)))
+                want.append(("test.case.result.status", "pass"))
+        elif s.span.parent_span_id in root_ids and stopped_in is not None and s.span.name == f"phase.{stopped_in}":
+            want = [("error.type", stopped_in)]
+            failed_here = stopped_in
         else:
             want = []
         got = tail(s)
         if got != want:
             rep.bad("semconv", f"{s.span.name}: {got} (trailing), expected {want}")
+        status = (s.span.status.code, s.span.status.message)
+        want_status = (STATUS_CODE_ERROR, f"build failed in {failed_here}") if failed_here else (0, "")
+        if status != want_status:
+            rep.bad("semconv", f"{s.span.name}: status {status}, expected {want_status}")
+
+
+def _test_case_name(target):
+    """test.case.name read off a test rule's target, independently of the
+    core: the file name up to the CAS hash (`_` + 64 hex digits + `.`), else
+    up to `.exe`, else without `.result`."""
+    name = target.rsplit("/", 1)[-1]
+    m = re.search(r"_[0-9a-fA-F]{64}\.", name)
+    if m:
+        return name[:m.start()]
+    name = name[:-len(".result")] if name.endswith(".result") else name
+    return name.split(".exe", 1)[0]
 
 
 def _check_analytics(rep, ours):

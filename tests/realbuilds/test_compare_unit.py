@@ -252,3 +252,11 @@ def test_expected_result_reads_the_phases():
     assert compare.expected_result(doc("target_discovery", "build_graph", "generate")) is None  # clean
     assert compare.expected_result(doc("target_discovery")) is None  # --filelist
     assert compare.expected_result(doc()) is None
+
+
+def test_test_case_names_are_read_off_the_target():
+    cas = ("/p/cas-exedir/ccache-gcc.cxx17.debug/a9/test_vec_"
+           "a91713b1376909ae20a4dc93e2e4720a28c51ce6b28c89c2cba967b7d231c428.exe.e3b0c44298fc1c14.result")
+    assert compare._test_case_name(cas) == "test_vec"
+    assert compare._test_case_name("bin/gcc.debug/test_parse.result") == "test_parse"
+    assert compare._test_case_name("test_hull") == "test_hull"

@@ -2,6 +2,4 @@ module github.com/compiletools-otel/semconvcheck
 
 go 1.26.0
 
-require go.opentelemetry.io/otel v1.47.0
-
-require github.com/cespare/xxhash/v2 v2.3.0 // indirect
+require go.yaml.in/yaml/v3 v3.0.4

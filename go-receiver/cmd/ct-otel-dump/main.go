@@ -29,6 +29,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/gitsha"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/pipelinename"
 )
 
 func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
@@ -37,7 +38,7 @@ func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stder
 type options struct {
 	hostName, serviceName, pipelineName string
 	traces, metrics, metricsAsSpans     bool
-	rootSpanServer                      bool
+	semconvRootSpan, buildMetrics       bool
 	gitMaxLag                           time.Duration
 }
 
@@ -53,12 +54,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	host, _ := os.Hostname()
 	var o options
 	var rootKind, signals string
+	fs.BoolVar(&o.semconvRootSpan, "semconv-root-span", false, "as the receiver's semconv_root_span: the root span named `BUILD <pipeline>`, kind SERVER")
+	fs.BoolVar(&o.buildMetrics, "build-metrics", true, "with metrics, also the build metrics (cicd.pipeline.run.*, ct.rule.duration, …), as the receiver sends them by default")
 	fs.StringVar(&o.hostName, "host-name", host, "host.name, as the receiver's host_name (part of the trace id)")
 	fs.StringVar(&o.serviceName, "service-name", "compiletools", "service.name, as the receiver's service_name")
-	fs.StringVar(&o.pipelineName, "pipeline-name", "", "cicd.pipeline.name (default as the receiver: the git work tree's directory name, else the diagnostics directory)")
+	fs.StringVar(&o.pipelineName, "pipeline-name", "", "cicd.pipeline.name (default as the receiver: the git work tree's directory name, else the project's or the diagnostics directory's name)")
 	fs.StringVar(&signals, "signals", "traces,metrics", "signals to print: traces, metrics or both")
 	fs.BoolVar(&o.metricsAsSpans, "metrics-as-spans", false, "as the receiver's metrics_as_spans")
-	fs.StringVar(&rootKind, "root-span-kind", "internal", "as the receiver's root_span_kind: internal or server")
+	fs.StringVar(&rootKind, "root-span-kind", "", "deprecated: -semconv-root-span (server is -semconv-root-span)")
 	fs.DurationVar(&o.gitMaxLag, "git-max-lag", 30*time.Second, "as the receiver's git_commit.max_lag: HEAD is read only for a build that ended this recently (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -79,11 +82,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch rootKind {
-	case "internal":
-	case "server":
-		o.rootSpanServer = true
+	case "":
+	case "internal", "server":
+		fmt.Fprintln(stderr, "ct-otel-dump: -root-span-kind is deprecated; it still works: use -semconv-root-span")
+		o.semconvRootSpan = o.semconvRootSpan || rootKind == "server"
 	default:
-		fmt.Fprintf(stderr, "ct-otel-dump: -root-span-kind %q: want internal or server\n", rootKind)
+		fmt.Fprintf(stderr, "ct-otel-dump: -root-span-kind %q: want internal or server (deprecated: -semconv-root-span)\n", rootKind)
 		return 2
 	}
 	if err := dump(ctx, fs.Arg(0), o, stdout, stderr); err != nil {
@@ -163,23 +167,19 @@ func request(b discovery.Build, o options, stderr io.Writer) ffi.Request {
 		sigs |= ffi.SignalMetrics
 	}
 	req := ffi.Request{
-		InvocationDir:  b.Dir,
-		StatslogPath:   sideFile(b.Dir, "ccache.statslog", stderr),
-		OutcomesPath:   sideFile(b.Dir, "rule_outcomes.log", stderr),
-		HostName:       o.hostName,
-		ServiceName:    o.serviceName,
-		PipelineName:   o.pipelineName,
-		RootSpanServer: o.rootSpanServer,
-		Signals:        sigs,
-		MetricsAsSpans: o.metricsAsSpans,
+		InvocationDir:   b.Dir,
+		StatslogPath:    sideFile(b.Dir, "ccache.statslog", stderr),
+		OutcomesPath:    sideFile(b.Dir, "rule_outcomes.log", stderr),
+		HostName:        o.hostName,
+		ServiceName:     o.serviceName,
+		PipelineName:    o.pipelineName,
+		SemconvRootSpan: o.semconvRootSpan,
+		Signals:         sigs,
+		MetricsAsSpans:  o.metricsAsSpans,
+		BuildMetrics:    o.metrics && o.buildMetrics,
 	}
 	workTree, _ := gitsha.WorkTree(b.Dir)
-	if req.PipelineName == "" {
-		req.PipelineName = filepath.Dir(b.Dir)
-		if workTree != "" {
-			req.PipelineName = filepath.Base(workTree)
-		}
-	}
+	req.PipelineName = pipelinename.Of(o.pipelineName, workTree, b.Dir)
 	if o.gitMaxLag > 0 && time.Since(b.ModTime) <= o.gitMaxLag {
 		if repo, err := gitsha.Inspect(b.Dir); err == nil {
 			req.GitCommitSHA = repo.Head

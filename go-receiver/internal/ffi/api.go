@@ -45,8 +45,10 @@ type Request struct {
 	PipelineName string
 	// VCS holds the `vcs.*` resource attributes ("" fields omitted).
 	VCS VCS
-	// RootSpanServer makes the root span SERVER instead of INTERNAL.
-	RootSpanServer bool
+	// SemconvRootSpan makes the root span the CI/CD conventions' pipeline
+	// run: named `BUILD <pipeline>` and of kind SERVER, instead of ct-cake's
+	// `compiletools.build`, INTERNAL.
+	SemconvRootSpan bool
 	// History, when set, gives the build its compile-history numbers and
 	// stages what it adds until History.Commit(InvocationDir).
 	History *History

@@ -25,8 +25,9 @@
 #define CT_FLAG_METRICS_AS_SPANS 1
 
 /**
- * Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
- * run) instead of ct-cake's INTERNAL.
+ * Flag: the root span is the CI/CD conventions' pipeline run — named
+ * `{action} {pipeline}` and of kind SERVER — instead of ct-cake's
+ * `compiletools.build`, INTERNAL (the receiver's `semconv_root_span`).
  */
 #define CT_FLAG_ROOT_SPAN_SERVER 2
 

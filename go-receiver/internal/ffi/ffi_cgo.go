@@ -39,7 +39,7 @@ func (s *callScope) buildRequest(req Request) (creq C.CtBuildRequest, release fu
 	if req.MetricsAsSpans {
 		flags |= C.CT_FLAG_METRICS_AS_SPANS
 	}
-	if req.RootSpanServer {
+	if req.SemconvRootSpan {
 		flags |= C.CT_FLAG_ROOT_SPAN_SERVER
 	}
 	if req.BuildMetrics {

@@ -25,8 +25,9 @@ type Repo struct {
 	// HEAD is detached (also after `git checkout <tag>`: git detaches
 	// there, and which of the names of that commit was meant is unknown).
 	RefName, RefType string
-	// OriginURL is the `origin` remote's URL without user, password or
-	// token; "" without an origin.
+	// OriginURL is the `origin` remote's canonical HTTP(S) address
+	// (CanonicalURL: no credentials, no `.git`); "" without an origin or
+	// for a remote without a host (a local path).
 	OriginURL string
 	// Provider is `vcs.provider.name` when the origin's host makes it
 	// obvious (github.com → github, …), else "".
@@ -68,7 +69,7 @@ func Inspect(start string) (Repo, error) {
 			}
 		}
 	}
-	r.OriginURL = StripCredentials(originURL(filepath.Join(commonDir, "config")))
+	r.OriginURL = CanonicalURL(originURL(filepath.Join(commonDir, "config")))
 	r.Provider = ProviderOf(r.OriginURL)
 	return r, nil
 }
@@ -119,28 +120,6 @@ func originURL(configPath string) string {
 	return ""
 }
 
-// StripCredentials removes user, password or token from a remote URL:
-// `https://user:token@host/path` → `https://host/path`, `user@host:path`
-// (scp-like, the user is the SSH login) → `host:path`.
-func StripCredentials(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
-		u.User = nil
-		return u.String()
-	}
-	// scp-like `[user@]host:path`: no scheme, a colon before any slash.
-	if at := strings.Index(raw, "@"); at >= 0 {
-		colon := strings.Index(raw, ":")
-		slash := strings.Index(raw, "/")
-		if colon > at && (slash < 0 || colon < slash) {
-			return raw[at+1:]
-		}
-	}
-	return raw
-}
-
 // providers maps hosts to `vcs.provider.name`.
 var providers = map[string]string{
 	"github.com":    "github",
@@ -150,9 +129,9 @@ var providers = map[string]string{
 	"gitea.com":     "gitea",
 }
 
-// ProviderOf returns the provider of a remote URL whose host is a known
-// public service, or "" (a self-hosted server's software is not obvious
-// from its name).
+// ProviderOf returns the provider of a repository address whose host is
+// a known public service, or "" (a self-hosted server's software is not
+// obvious from its name).
 func ProviderOf(remote string) string {
 	host := ""
 	if u, err := url.Parse(remote); err == nil && u.Host != "" {

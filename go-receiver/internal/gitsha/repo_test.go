@@ -26,7 +26,7 @@ func TestInspectBranchTagDetachedAndOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Repo{WorkTree: repo, Head: head, RefName: "feature/x", RefType: RefBranch,
-		OriginURL: "https://github.com/acme/geom.git", Provider: "github"}
+		OriginURL: "https://github.com/acme/geom", Provider: "github"}
 	if r != want {
 		t.Fatalf("branch: got %+v, want %+v", r, want)
 	}
@@ -43,18 +43,19 @@ func TestInspectBranchTagDetachedAndOrigin(t *testing.T) {
 	}
 }
 
-func TestStripCredentialsAndProvider(t *testing.T) {
+func TestCanonicalURLAndProvider(t *testing.T) {
 	for _, c := range []struct{ in, url, provider string }{
-		{"https://user:tok@gitlab.com/g/p.git", "https://gitlab.com/g/p.git", "gitlab"},
+		{"https://user:tok@gitlab.com/g/p.git", "https://gitlab.com/g/p", "gitlab"},
 		{"https://oauth2:glpat-x@git.example.com/g/p", "https://git.example.com/g/p", ""},
-		{"ssh://git@bitbucket.org/t/r.git", "ssh://bitbucket.org/t/r.git", "bitbucket"},
-		{"git@github.com:acme/geom.git", "github.com:acme/geom.git", "github"},
-		{"/srv/git/geom.git", "/srv/git/geom.git", ""},
+		{"ssh://git@bitbucket.org/t/r.git", "https://bitbucket.org/t/r", "bitbucket"},
+		{"git@github.com:acme/geom.git", "https://github.com/acme/geom", "github"},
+		{"git@codeberg.org:acme/geom.git", "https://codeberg.org/acme/geom", "gitea"},
+		{"/srv/git/geom.git", "", ""},
 		{"", "", ""},
 	} {
-		got := StripCredentials(c.in)
+		got := CanonicalURL(c.in)
 		if got != c.url {
-			t.Errorf("StripCredentials(%q) = %q, want %q", c.in, got, c.url)
+			t.Errorf("CanonicalURL(%q) = %q, want %q", c.in, got, c.url)
 		}
 		if p := ProviderOf(got); p != c.provider {
 			t.Errorf("ProviderOf(%q) = %q, want %q", got, p, c.provider)

@@ -2,6 +2,7 @@ package livebuilds
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -25,11 +26,15 @@ type liveMetrics struct {
 	compiles    ffi.LiveOutcomes
 	lastSent    time.Time
 	lastRunning int
-	dirty       bool
+	// lastActive is cicd.pipeline.run.active as last sent (active.go);
+	// pipelines are the followed builds' pipeline names.
+	lastActive map[string]int64
+	pipelines  map[string]string
+	dirty      bool
 }
 
 func newLiveMetrics(start time.Time) liveMetrics {
-	return liveMetrics{start: start, lastRunning: -1}
+	return liveMetrics{start: start, lastRunning: -1, pipelines: map[string]string{}}
 }
 
 func (m *liveMetrics) add(o ffi.LiveOutcomes) {
@@ -44,47 +49,45 @@ func (m *liveMetrics) add(o ffi.LiveOutcomes) {
 }
 
 // running counts the followed builds announced and not ended.
-func (t *Tracker) running() int {
-	n := 0
+func (t *Tracker) running() int { return len(t.runningDirs()) }
+
+// runningDirs lists them.
+func (t *Tracker) runningDirs() []string {
+	var dirs []string
 	for dir, b := range t.builds {
 		if st := t.states[dir]; b.running && st.Started && !st.Ended {
-			n++
+			dirs = append(dirs, dir)
 		}
 	}
-	return n
+	return dirs
 }
 
-// sendMetrics sends the gauge and the counter when they changed, and at
-// least every poll_interval (a gauge needs points to stay visible).
+// sendMetrics sends the live metrics when they changed, and at least
+// every poll_interval (a gauge needs points to stay visible).
 func (t *Tracker) sendMetrics(ctx context.Context, now time.Time) {
 	if t.set.ConsumeMetrics == nil {
 		return
 	}
-	running := t.running()
+	dirs := t.runningDirs()
+	running := len(dirs)
+	t.forgetPipelines()
+	active := t.activeRuns(dirs)
 	m := &t.metrics
-	if !m.dirty && running == m.lastRunning && now.Sub(m.lastSent) < t.o.MetricsEvery {
+	if !m.dirty && running == m.lastRunning && maps.Equal(active, m.lastActive) && now.Sub(m.lastSent) < t.o.MetricsEvery {
 		return
 	}
-	md := t.buildMetrics(running, now)
+	md := t.buildMetrics(running, active, now)
 	if err := t.set.ConsumeMetrics(ctx, md); err != nil {
 		t.set.Logger.Debug("live metrics not accepted; sent again next time", zap.Error(err))
 		return
 	}
-	m.lastSent, m.lastRunning, m.dirty = now, running, false
+	m.lastSent, m.lastRunning, m.lastActive, m.dirty = now, running, active, false
 }
 
-func (t *Tracker) buildMetrics(running int, now time.Time) pmetric.Metrics {
+func (t *Tracker) buildMetrics(running int, active map[string]int64, now time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
-	res := rm.Resource().Attributes()
-	res.PutStr("service.name", t.o.ServiceName)
-	res.PutStr("service.namespace", "compiletools")
-	res.PutStr("host.name", t.o.HostName)
-	for _, a := range t.o.ResourceAttributes {
-		if _, builtIn := res.Get(a.Key); !builtIn {
-			res.PutStr(a.Key, a.Value)
-		}
-	}
+	putHostResource(rm.Resource().Attributes(), t.o)
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName("compiletools")
 	ts := pcommon.NewTimestampFromTime(now)
@@ -92,7 +95,7 @@ func (t *Tracker) buildMetrics(running int, now time.Time) pmetric.Metrics {
 	g := sm.Metrics().AppendEmpty()
 	g.SetName(metricBuildsRunning)
 	g.SetDescription("Builds running on this host that the receiver follows (no timing.json yet).")
-	g.SetUnit("{builds}")
+	g.SetUnit("{build}")
 	gp := g.SetEmptyGauge().DataPoints().AppendEmpty()
 	gp.SetTimestamp(ts)
 	gp.SetIntValue(int64(running))
@@ -100,7 +103,7 @@ func (t *Tracker) buildMetrics(running int, now time.Time) pmetric.Metrics {
 	c := sm.Metrics().AppendEmpty()
 	c.SetName(metricLiveCompiles)
 	c.SetDescription("Compiler calls seen finishing in running builds' ccache statslogs, by ccache outcome.")
-	c.SetUnit("{compiles}")
+	c.SetUnit("{compile}")
 	sum := c.SetEmptySum()
 	sum.SetIsMonotonic(true)
 	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -120,5 +123,6 @@ func (t *Tracker) buildMetrics(running int, now time.Time) pmetric.Metrics {
 		p.SetIntValue(int64(o.n))
 		p.Attributes().PutStr("ct.ccache.outcome", o.outcome)
 	}
+	appendRunsActive(sm.Metrics(), active, t.metrics.lastActive, start, ts)
 	return md
 }

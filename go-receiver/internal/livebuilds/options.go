@@ -38,6 +38,9 @@ type Options struct {
 	// MetricsEvery is the longest time between two sends of the live
 	// metrics (poll_interval): a gauge needs points to stay visible.
 	MetricsEvery time.Duration
+	// PipelineName is a build's cicd.pipeline.name, as its trace will
+	// carry it (nil: none).
+	PipelineName func(invocationDir string) string
 }
 
 // FilesMapping: builds whose invocation directory matches Include have

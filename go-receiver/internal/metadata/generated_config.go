@@ -7,6 +7,26 @@ import (
 	"go.opentelemetry.io/collector/filter"
 )
 
+// CicdPipelineRunActiveMetricConfig provides config for the cicd.pipeline.run.active metric.
+type CicdPipelineRunActiveMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CicdPipelineRunActiveMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // CicdPipelineRunDurationMetricConfig provides config for the cicd.pipeline.run.duration metric.
 type CicdPipelineRunDurationMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -349,6 +369,7 @@ func (ms *CtRuleDurationMetricConfig) Unmarshal(parser *confmap.Conf) error {
 
 // MetricsConfig provides config for compiletools metrics.
 type MetricsConfig struct {
+	CicdPipelineRunActive       CicdPipelineRunActiveMetricConfig       `mapstructure:"cicd.pipeline.run.active"`
 	CicdPipelineRunDuration     CicdPipelineRunDurationMetricConfig     `mapstructure:"cicd.pipeline.run.duration"`
 	CicdPipelineRunErrors       CicdPipelineRunErrorsMetricConfig       `mapstructure:"cicd.pipeline.run.errors"`
 	CtBuildCriticalPathDuration CtBuildCriticalPathDurationMetricConfig `mapstructure:"ct.build.critical_path.duration"`
@@ -370,6 +391,9 @@ type MetricsConfig struct {
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		CicdPipelineRunActive: CicdPipelineRunActiveMetricConfig{
+			Enabled: true,
+		},
 		CicdPipelineRunDuration: CicdPipelineRunDurationMetricConfig{
 			Enabled: true,
 		},

@@ -26,6 +26,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "all_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					CicdPipelineRunActive: CicdPipelineRunActiveMetricConfig{
+						Enabled: true,
+					},
 					CicdPipelineRunDuration: CicdPipelineRunDurationMetricConfig{
 						Enabled: true,
 					},
@@ -103,6 +106,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "none_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					CicdPipelineRunActive: CicdPipelineRunActiveMetricConfig{
+						Enabled: false,
+					},
 					CicdPipelineRunDuration: CicdPipelineRunDurationMetricConfig{
 						Enabled: false,
 					},
@@ -180,7 +186,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunActiveMetricConfig{}, CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -78,6 +78,28 @@ var MapAttributeCicdPipelineResult = map[string]AttributeCicdPipelineResult{
 	"failure": AttributeCicdPipelineResultFailure,
 }
 
+// AttributeCicdPipelineRunState specifies the value cicd.pipeline.run.state attribute.
+type AttributeCicdPipelineRunState int
+
+const (
+	_ AttributeCicdPipelineRunState = iota
+	AttributeCicdPipelineRunStateExecuting
+)
+
+// String returns the string representation of the AttributeCicdPipelineRunState.
+func (av AttributeCicdPipelineRunState) String() string {
+	switch av {
+	case AttributeCicdPipelineRunStateExecuting:
+		return "executing"
+	}
+	return ""
+}
+
+// MapAttributeCicdPipelineRunState is a helper map of string to AttributeCicdPipelineRunState attribute value.
+var MapAttributeCicdPipelineRunState = map[string]AttributeCicdPipelineRunState{
+	"executing": AttributeCicdPipelineRunStateExecuting,
+}
+
 // AttributeCtBuildCriticalPathMethod specifies the value ct.build.critical_path.method attribute.
 type AttributeCtBuildCriticalPathMethod int
 
@@ -177,9 +199,13 @@ var MapAttributeCtRuleCacheLayer = map[string]AttributeCtRuleCacheLayer{
 }
 
 var MetricsInfo = metricsInfo{
+	CicdPipelineRunActive: metricInfo{
+		Name:       "cicd.pipeline.run.active",
+		Attributes: []string{"cicd.pipeline.name", "cicd.pipeline.run.state"},
+	},
 	CicdPipelineRunDuration: metricInfo{
 		Name:       "cicd.pipeline.run.duration",
-		Attributes: []string{"cicd.pipeline.name", "cicd.pipeline.result", "ct.variant", "ct.backend"},
+		Attributes: []string{"cicd.pipeline.name", "cicd.pipeline.run.state", "cicd.pipeline.result", "error.type", "ct.variant", "ct.backend"},
 	},
 	CicdPipelineRunErrors: metricInfo{
 		Name:       "cicd.pipeline.run.errors",
@@ -247,6 +273,7 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
+	CicdPipelineRunActive       metricInfo
 	CicdPipelineRunDuration     metricInfo
 	CicdPipelineRunErrors       metricInfo
 	CtBuildCriticalPathDuration metricInfo
@@ -271,6 +298,61 @@ type metricInfo struct {
 	Attributes []string
 }
 
+type metricCicdPipelineRunActive struct {
+	data     pmetric.Metric                    // data buffer for generated metric.
+	config   CicdPipelineRunActiveMetricConfig // metric config provided by user.
+	capacity int                               // max observed number of data points added to the metric.
+}
+
+// init fills cicd.pipeline.run.active metric with initial data.
+func (m *metricCicdPipelineRunActive) init() {
+	m.data.SetName("cicd.pipeline.run.active")
+	m.data.SetDescription("Pipeline runs (builds) running on this host that the receiver follows, by pipeline, in state executing; a pipeline's last point is 0 once its runs ended. The CI/CD conventions' metric beside ct.build.running. Made by the receiver, with a logs pipeline (live builds).")
+	m.data.SetUnit("{run}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCicdPipelineRunActive) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, cicdPipelineNameAttributeValue string, cicdPipelineRunStateAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.run.state", cicdPipelineRunStateAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCicdPipelineRunActive) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCicdPipelineRunActive) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCicdPipelineRunActive(cfg CicdPipelineRunActiveMetricConfig) metricCicdPipelineRunActive {
+	m := metricCicdPipelineRunActive{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricCicdPipelineRunDuration struct {
 	data     pmetric.Metric                      // data buffer for generated metric.
 	config   CicdPipelineRunDurationMetricConfig // metric config provided by user.
@@ -280,14 +362,14 @@ type metricCicdPipelineRunDuration struct {
 // init fills cicd.pipeline.run.duration metric with initial data.
 func (m *metricCicdPipelineRunDuration) init() {
 	m.data.SetName("cicd.pipeline.run.duration")
-	m.data.SetDescription("Duration of a build, from its timing.json. One observation per build; exemplar: the build's root span.")
+	m.data.SetDescription("Duration of a build, from its timing.json, in state executing (the whole run); error.type on a failed build's point. One observation per build; exemplar: the build's root span.")
 	m.data.SetUnit("s")
 	m.data.SetEmptyHistogram()
 	m.data.Histogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	m.data.Histogram().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricCicdPipelineRunDuration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, cicdPipelineResultAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+func (m *metricCicdPipelineRunDuration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, cicdPipelineRunStateAttributeValue string, cicdPipelineResultAttributeValue string, errorTypeAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -297,7 +379,9 @@ func (m *metricCicdPipelineRunDuration) recordDataPoint(start pcommon.Timestamp,
 	dp.SetCount(1)
 	dp.SetSum(val)
 	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.run.state", cicdPipelineRunStateAttributeValue)
 	dp.Attributes().PutStr("cicd.pipeline.result", cicdPipelineResultAttributeValue)
+	dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
 	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
 	dp.Attributes().PutStr("ct.backend", ctBackendAttributeValue)
 }
@@ -508,7 +592,7 @@ type metricCtBuildRunning struct {
 func (m *metricCtBuildRunning) init() {
 	m.data.SetName("ct.build.running")
 	m.data.SetDescription("Builds running on this host that the receiver follows (an invocation directory without timing.json yet). Made by the receiver, with a logs pipeline (live builds).")
-	m.data.SetUnit("{builds}")
+	m.data.SetUnit("{build}")
 	m.data.SetEmptyGauge()
 }
 
@@ -614,7 +698,7 @@ type metricCtCasDuplicateGroups struct {
 func (m *metricCtCasDuplicateGroups) init() {
 	m.data.SetName("ct.cas.duplicate_groups")
 	m.data.SetDescription("Groups of duplicate entries in a CAS store.")
-	m.data.SetUnit("{groups}")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -666,7 +750,7 @@ type metricCtCasTotalBytes struct {
 func (m *metricCtCasTotalBytes) init() {
 	m.data.SetName("ct.cas.total_bytes")
 	m.data.SetDescription("Bytes in a CAS store (ct-cache-report's total_bytes).")
-	m.data.SetUnit("By")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -718,7 +802,7 @@ type metricCtCasTotalEntries struct {
 func (m *metricCtCasTotalEntries) init() {
 	m.data.SetName("ct.cas.total_entries")
 	m.data.SetDescription("Entries in a CAS store.")
-	m.data.SetUnit("{entries}")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -770,7 +854,7 @@ type metricCtCasUniqueBuckets struct {
 func (m *metricCtCasUniqueBuckets) init() {
 	m.data.SetName("ct.cas.unique_buckets")
 	m.data.SetDescription("Distinct buckets in a CAS store.")
-	m.data.SetUnit("{buckets}")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -822,7 +906,7 @@ type metricCtCasWastedBytes struct {
 func (m *metricCtCasWastedBytes) init() {
 	m.data.SetName("ct.cas.wasted_bytes")
 	m.data.SetDescription("Bytes held by duplicate entries of a CAS store.")
-	m.data.SetUnit("By")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -874,7 +958,7 @@ type metricCtCcacheEvents struct {
 func (m *metricCtCcacheEvents) init() {
 	m.data.SetName("ct.ccache.events")
 	m.data.SetDescription("ccache event occurrences over the build. Per-build identity: cumulative over the build (ct-cake's form); otherwise summed over the host's builds by the receiver (metrics_temporality).")
-	m.data.SetUnit("{events}")
+	m.data.SetUnit("")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -930,7 +1014,7 @@ type metricCtCcacheHitRate struct {
 func (m *metricCtCcacheHitRate) init() {
 	m.data.SetName("ct.ccache.hit_rate")
 	m.data.SetDescription("Local ccache hit ratio of the build in [0,1].")
-	m.data.SetUnit("1")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -983,7 +1067,7 @@ type metricCtCcacheRemoteHitRate struct {
 func (m *metricCtCcacheRemoteHitRate) init() {
 	m.data.SetName("ct.ccache.remote_hit_rate")
 	m.data.SetDescription("Remote ccache hit ratio of the build in [0,1].")
-	m.data.SetUnit("1")
+	m.data.SetUnit("")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
@@ -1036,7 +1120,7 @@ type metricCtCompiles struct {
 func (m *metricCtCompiles) init() {
 	m.data.SetName("ct.compiles")
 	m.data.SetDescription("Compile rules by the cache layer that served them; all four layers for every build with rules.")
-	m.data.SetUnit("{compiles}")
+	m.data.SetUnit("{compile}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -1091,7 +1175,7 @@ type metricCtLiveCompiles struct {
 func (m *metricCtLiveCompiles) init() {
 	m.data.SetName("ct.live.compiles")
 	m.data.SetDescription("Compiler calls seen finishing in running builds' ccache statslogs, by ccache outcome, since the receiver started. Made by the receiver, with a logs pipeline (live builds).")
-	m.data.SetUnit("{compiles}")
+	m.data.SetUnit("{compile}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -1201,6 +1285,7 @@ type MetricsBuilder struct {
 	buildInfo                         component.BuildInfo  // contains version information.
 	resourceAttributeIncludeFilter    map[string]filter.Filter
 	resourceAttributeExcludeFilter    map[string]filter.Filter
+	metricCicdPipelineRunActive       metricCicdPipelineRunActive
 	metricCicdPipelineRunDuration     metricCicdPipelineRunDuration
 	metricCicdPipelineRunErrors       metricCicdPipelineRunErrors
 	metricCtBuildCriticalPathDuration metricCtBuildCriticalPathDuration
@@ -1243,6 +1328,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		startTime:                         pcommon.NewTimestampFromTime(time.Now()),
 		metricsBuffer:                     pmetric.NewMetrics(),
 		buildInfo:                         settings.BuildInfo,
+		metricCicdPipelineRunActive:       newMetricCicdPipelineRunActive(mbc.Metrics.CicdPipelineRunActive),
 		metricCicdPipelineRunDuration:     newMetricCicdPipelineRunDuration(mbc.Metrics.CicdPipelineRunDuration),
 		metricCicdPipelineRunErrors:       newMetricCicdPipelineRunErrors(mbc.Metrics.CicdPipelineRunErrors),
 		metricCtBuildCriticalPathDuration: newMetricCtBuildCriticalPathDuration(mbc.Metrics.CtBuildCriticalPathDuration),
@@ -1434,6 +1520,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricCicdPipelineRunActive.emit(ils.Metrics())
 	mb.metricCicdPipelineRunDuration.emit(ils.Metrics())
 	mb.metricCicdPipelineRunErrors.emit(ils.Metrics())
 	mb.metricCtBuildCriticalPathDuration.emit(ils.Metrics())
@@ -1482,9 +1569,14 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	return metrics
 }
 
+// RecordCicdPipelineRunActiveDataPoint adds a data point to cicd.pipeline.run.active metric.
+func (mb *MetricsBuilder) RecordCicdPipelineRunActiveDataPoint(ts pcommon.Timestamp, val int64, cicdPipelineNameAttributeValue string, cicdPipelineRunStateAttributeValue AttributeCicdPipelineRunState) {
+	mb.metricCicdPipelineRunActive.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, cicdPipelineRunStateAttributeValue.String())
+}
+
 // RecordCicdPipelineRunDurationDataPoint adds a data point to cicd.pipeline.run.duration metric.
-func (mb *MetricsBuilder) RecordCicdPipelineRunDurationDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, cicdPipelineResultAttributeValue AttributeCicdPipelineResult, ctVariantAttributeValue string, ctBackendAttributeValue string) {
-	mb.metricCicdPipelineRunDuration.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, cicdPipelineResultAttributeValue.String(), ctVariantAttributeValue, ctBackendAttributeValue)
+func (mb *MetricsBuilder) RecordCicdPipelineRunDurationDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, cicdPipelineRunStateAttributeValue AttributeCicdPipelineRunState, cicdPipelineResultAttributeValue AttributeCicdPipelineResult, errorTypeAttributeValue string, ctVariantAttributeValue string, ctBackendAttributeValue string) {
+	mb.metricCicdPipelineRunDuration.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, cicdPipelineRunStateAttributeValue.String(), cicdPipelineResultAttributeValue.String(), errorTypeAttributeValue, ctVariantAttributeValue, ctBackendAttributeValue)
 }
 
 // RecordCicdPipelineRunErrorsDataPoint adds a data point to cicd.pipeline.run.errors metric.

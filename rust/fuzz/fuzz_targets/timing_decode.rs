@@ -79,7 +79,8 @@ fuzz_target!(|data: &[u8]| {
             .collect(),
         max_attribute_len: limits.max_attribute_len,
         analytics: Some(&analytics),
-        root_span_server: false,
+        semconv_root_span: false,
+        pipeline_name: "",
     };
     let (bytes, stats) = encode_trace_request(input(), text.text.len(), &mut warnings);
     let (request, stats_b) = build_trace_request(input(), &mut Warnings::new());

@@ -40,8 +40,9 @@ pub const CT_SIGNAL_METRICS: u32 = 2;
 
 /// Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
 pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
-/// Flag: the root span's kind is SERVER (the CI/CD conventions' pipeline
-/// run) instead of ct-cake's INTERNAL.
+/// Flag: the root span is the CI/CD conventions' pipeline run — named
+/// `{action} {pipeline}` and of kind SERVER — instead of ct-cake's
+/// `compiletools.build`, INTERNAL (the receiver's `semconv_root_span`).
 pub const CT_FLAG_ROOT_SPAN_SERVER: u32 = 2;
 /// Flag: with the metrics signal, also produce the build metrics
 /// (`cicd.pipeline.run.*`, `ct.rule.duration`, `ct.compiles`).
@@ -268,7 +269,7 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
     request.resource_attributes = decode_pairs(attributes)?;
     request.signals = decode_signals(req.signals);
     request.metrics_as_spans = req.flags & CT_FLAG_METRICS_AS_SPANS != 0;
-    request.root_span_server = req.flags & CT_FLAG_ROOT_SPAN_SERVER != 0;
+    request.semconv_root_span = req.flags & CT_FLAG_ROOT_SPAN_SERVER != 0;
     request.build_metrics = req.flags & CT_FLAG_BUILD_METRICS != 0;
     if req.flags & CT_FLAG_HOST_METRIC_IDENTITY != 0 {
         request.metric_identity = MetricIdentity::Host;

@@ -2,7 +2,7 @@
 //! `ScopeMetrics` (scope `compiletools`) per build with
 //! * `cicd.pipeline.run.duration` — histogram, s, one observation: the root
 //!   span's duration; exemplar = the root span;
-//! * `cicd.pipeline.run.errors` — monotonic Sum, 1, only when the phases say
+//! * `cicd.pipeline.run.errors` — monotonic Sum, `{error}`, only when the phases say
 //!   the build failed (no point for success or an undecided build);
 //! * `ct.rule.duration` — histogram, s, one observation per rule span, by
 //!   `ct.rule_type`, `ct.rule.cache_layer` (compile rules) and `ct.variant`;
@@ -41,7 +41,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use super::attributes::AttrBuilder;
 use super::histogram::{HistogramAccumulator, SpanRef};
 use super::scope::{scope, SCOPE_NAME};
-use super::semconv::{ERROR_TYPE, PIPELINE_NAME, PIPELINE_RESULT};
+use super::semconv::{ERROR_TYPE, PIPELINE_NAME, PIPELINE_RESULT, PIPELINE_RUN_STATE, STATE_EXECUTING};
 use crate::analytics::BuildSummary;
 use crate::history::HistoryFacts;
 use crate::ids::SpanIds;
@@ -151,12 +151,19 @@ pub fn build_scope_metrics(input: &BuildMetricsInput) -> (ScopeMetrics, u64) {
     (scope_metrics, points)
 }
 
+/// The point attributes: the pipeline, its run's state (the whole file is
+/// the run executing), the result and, for a failed run, `error.type` (the
+/// phase it stopped in) as the conventions require, then the build's keys.
 fn run_duration(input: &BuildMetricsInput, result: Option<BuildResult>, ids: &SpanIds) -> Metric {
-    let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 4);
+    let mut a = AttrBuilder::with_capacity(input.max_attribute_len, 6);
     a.non_empty_string(PIPELINE_NAME, input.pipeline_name);
+    a.string(PIPELINE_RUN_STATE, STATE_EXECUTING);
     match result {
         Some(BuildResult::Success) => a.string(PIPELINE_RESULT, "success"),
-        Some(BuildResult::Failure { .. }) => a.string(PIPELINE_RESULT, "failure"),
+        Some(BuildResult::Failure { stopped_in }) => {
+            a.string(PIPELINE_RESULT, "failure");
+            a.non_empty_string(ERROR_TYPE, stopped_in);
+        }
         None => {}
     }
     a.non_empty_string(VARIANT_ATTRIBUTE, &input.build.variant);

@@ -24,6 +24,8 @@ pub(crate) enum WireValue<'b> {
     IntArray(&'b [i64]),
     DoubleArray(&'b [f64]),
     StrArray(StrArray<'b>),
+    /// A span id, written as the string of its 16 lowercase hex digits.
+    HexId([u8; 8]),
 }
 
 impl<'b> WireValue<'b> {
@@ -119,6 +121,7 @@ pub(crate) fn put_varint(field: u32, v: u64, out: &mut Vec<u8>) {
 fn any_value_len(v: &WireValue, max: usize) -> usize {
     match v {
         WireValue::Str(s) => delimited_len(ANY_STRING, truncate(s, max).len()),
+        WireValue::HexId(id) => delimited_len(ANY_STRING, truncate(hex(id).as_str(), max).len()),
         WireValue::Bool(_) => 2,
         WireValue::Int(i) => 1 + encoded_len_varint(*i as u64),
         WireValue::Double(_) => 9,
@@ -145,6 +148,7 @@ fn array_len(v: &WireValue, max: usize) -> usize {
 fn put_any_value(v: &WireValue, max: usize, out: &mut Vec<u8>) {
     match v {
         WireValue::Str(s) => put_bytes(ANY_STRING, truncate(s, max).as_bytes(), out),
+        WireValue::HexId(id) => put_bytes(ANY_STRING, truncate(hex(id).as_str(), max).as_bytes(), out),
         WireValue::Bool(b) => put_varint(ANY_BOOL, u64::from(*b), out),
         WireValue::Int(i) => put_varint(ANY_INT, *i as u64, out),
         WireValue::Double(d) => put_fixed64(ANY_DOUBLE, d.to_bits(), out),
@@ -183,6 +187,46 @@ fn put_any_value(v: &WireValue, max: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// A span id's 16 lowercase hex digits, on the stack.
+struct Hex([u8; 16]);
+
+impl Hex {
+    fn as_str(&self) -> &str {
+        // Only ASCII digits are written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+fn hex(id: &[u8; 8]) -> Hex {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 16];
+    for (i, b) in id.iter().enumerate() {
+        out[2 * i] = DIGITS[usize::from(b >> 4)];
+        out[2 * i + 1] = DIGITS[usize::from(b & 0x0f)];
+    }
+    Hex(out)
+}
+
+// Status field numbers (trace.proto) and STATUS_CODE_ERROR.
+const STATUS_MESSAGE: u32 = 2;
+const STATUS_CODE: u32 = 3;
+const STATUS_CODE_ERROR: u64 = 2;
+
+/// Writes a `Status` with code ERROR and `message` as field `field` of the
+/// enclosing span, as prost encodes it (an empty message left out).
+pub(crate) fn put_error_status(field: u32, message: &str, out: &mut Vec<u8>) {
+    let message_len = if message.is_empty() {
+        0
+    } else {
+        delimited_len(STATUS_MESSAGE, message.len())
+    };
+    put_delimited_head(field, message_len + key_len(STATUS_CODE) + 1, out);
+    if !message.is_empty() {
+        put_bytes(STATUS_MESSAGE, message.as_bytes(), out);
+    }
+    put_varint(STATUS_CODE, STATUS_CODE_ERROR, out);
+}
+
 /// Writes one `KeyValue` as field `field` of the enclosing message (a
 /// span's attributes), string values cut at `max` bytes.
 pub(crate) fn put_key_value(field: u32, key: &str, v: &WireValue, max: usize, out: &mut Vec<u8>) {
@@ -204,6 +248,43 @@ pub(crate) fn put_key_value(field: u32, key: &str, v: &WireValue, max: usize, ou
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_status_and_hex_ids_are_prost_s() {
+        use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+        use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span, Status};
+        use prost::Message;
+        for message in ["", "build failed in build_execution"] {
+            let span = Span {
+                status: Some(Status {
+                    message: message.to_owned(),
+                    code: StatusCode::Error as i32,
+                }),
+                ..Default::default()
+            };
+            let mut got = Vec::new();
+            put_error_status(15, message, &mut got);
+            assert_eq!(got, span.encode_to_vec(), "{message:?}");
+        }
+        let id = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef];
+        for max in [100, 5] {
+            let span = Span {
+                attributes: vec![KeyValue {
+                    key: "k".into(),
+                    value: Some(AnyValue {
+                        value: Some(any_value::Value::StringValue(
+                            truncate("0123456789abcdef", max).to_owned(),
+                        )),
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let mut got = Vec::new();
+            put_key_value(9, "k", &WireValue::HexId(id), max, &mut got);
+            assert_eq!(got, span.encode_to_vec(), "max {max}");
+        }
+    }
 
     #[test]
     fn varints_and_keys_are_prost_s() {

@@ -487,7 +487,8 @@ fn encode_trace(req: &BuildRequest, t: TraceToDo) -> (Vec<u8>, TraceStats, Warni
         root_attributes,
         max_attribute_len: req.limits.max_attribute_len,
         analytics: Some(&analytics),
-        root_span_server: req.root_span_server,
+        semconv_root_span: req.semconv_root_span,
+        pipeline_name: &req.pipeline_name,
     };
     let (bytes, stats) = encode_planned_into(input, plan, &extra, out_buffer, &mut warnings);
     build.recycle();
@@ -515,7 +516,8 @@ fn trace_parts(req: &BuildRequest, t: TraceToDo) -> (TraceParts, TracePlan, Warn
         resource: id.resource,
         root_attributes,
         max_attribute_len: req.limits.max_attribute_len,
-        root_span_server: req.root_span_server,
+        semconv_root_span: req.semconv_root_span,
+        pipeline_name: req.pipeline_name.clone(),
         extra,
     };
     (parts, plan, warnings)

@@ -25,7 +25,7 @@ use std::path::Path;
 pub use aggregates::{BuildAggregates, CcacheHits};
 pub use clock::{Clock, Interval};
 pub use model::{Build, Event, EventId, Events, MetaValue, StrArray, CACHE_LAYER_KEY};
-pub use result::{build_result, BuildResult};
+pub use result::{build_result, stopped_phase, BuildResult};
 pub use text::{LenientText, TextScan};
 pub use two_halves::decode_owned;
 

@@ -18,7 +18,7 @@
 //! `postbuild_scripts` (success), and Ctrl-C unwinds like a failure
 //! (failure).
 
-use super::Build;
+use super::{Build, EventId};
 
 /// Phase compiletools runs first after discovery on every non-clean build.
 const PREBUILD: &str = "prebuild_scripts";
@@ -49,6 +49,15 @@ pub fn build_result(build: &Build) -> Option<BuildResult<'_>> {
         POSTBUILD => Some(BuildResult::Success),
         phase if has_prebuild => Some(BuildResult::Failure { stopped_in: phase }),
         _ => None,
+    }
+}
+
+/// The phase a failed build stopped in — the last phase of the root, which
+/// [`build_result`] names — or `None` when the build did not fail.
+pub fn stopped_phase(build: &Build) -> Option<EventId> {
+    match build_result(build)? {
+        BuildResult::Success => None,
+        BuildResult::Failure { .. } => build.children().filter(|e| !e.is_rule()).last().map(|e| e.id()),
     }
 }
 
@@ -127,5 +136,28 @@ mod tests {
                 {"name": "late.o", "rule_type": "compile", "start_s": 102.0, "end_s": 103.0}]}"#,
         );
         assert_eq!(build_result(&build), Some(BuildResult::Success));
+    }
+
+    #[test]
+    fn the_stopped_phase_is_the_last_phase_of_a_failed_build_only() {
+        let failed = parse_for_test(
+            r#"{"timestamp": "2026-11-30T03:43:45+00:00", "start_s": 100.0, "total_elapsed_s": 10.0, "phases": [
+                {"name": "prebuild_scripts", "start_s": 100.0, "end_s": 101.0},
+                {"name": "build_execution", "start_s": 101.0, "end_s": 102.0},
+                {"name": "late.o", "rule_type": "compile", "start_s": 102.0, "end_s": 103.0}]}"#,
+        );
+        let phase = stopped_phase(&failed).and_then(|id| failed.event(id));
+        assert_eq!(phase.map(|e| e.name()), Some("build_execution"));
+        let ok = parse_for_test(
+            r#"{"timestamp": "2026-11-30T03:43:45+00:00", "start_s": 100.0, "total_elapsed_s": 10.0, "phases": [
+                {"name": "prebuild_scripts", "start_s": 100.0, "end_s": 101.0},
+                {"name": "postbuild_scripts", "start_s": 101.0, "end_s": 102.0}]}"#,
+        );
+        assert_eq!(stopped_phase(&ok), None);
+        let undecided = parse_for_test(
+            r#"{"timestamp": "2026-11-30T03:43:45+00:00", "start_s": 100.0, "total_elapsed_s": 10.0, "phases": [
+                {"name": "target_discovery", "start_s": 100.0, "end_s": 101.0}]}"#,
+        );
+        assert_eq!(stopped_phase(&undecided), None);
     }
 }

@@ -115,19 +115,24 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
     },
     Intended {
         id: SEMCONV,
-        design: "issue 14, README \"Standard names\"",
+        design: "issues 14 and 23, docs/telemetry.md \"Standard names\"",
         what:
-            "OpenTelemetry CI/CD and VCS semantic-convention keys beside ct-cake's: the trace resource adds \
-               cicd.pipeline.run.id (= ct.invocation_id), cicd.worker.id and cicd.worker.name (= host.name) \
+            "OpenTelemetry CI/CD, VCS and test semantic-convention keys beside ct-cake's: the trace resource \
+               adds cicd.pipeline.run.id (= ct.invocation_id), cicd.worker.id and cicd.worker.name (= host.name) \
                and nothing else for a request without pipeline name or VCS data; the metrics resource the \
                same without the run id (opt-in on metrics). Our root span ends with \
                cicd.pipeline.action.name = BUILD, then cicd.pipeline.result and error.type exactly as an \
                independent reading of the reference's phases decides (postbuild_scripts last: success; \
                else with prebuild_scripts: failure, error.type = the last phase; else neither); every rule \
-               span ends with cicd.pipeline.task.name = its ct.target (when it has one) and \
-               cicd.pipeline.task.type = test for ct.rule_type test, else build; phases carry none. They \
-               are the trailing keys (after the build analytics), string-typed, nowhere else, and removed \
-               before the exact comparison; span kinds stay INTERNAL (the default root_span_kind)",
+               span ends with cicd.pipeline.task.name = its ct.target (when it has one), \
+               cicd.pipeline.task.type = test for ct.rule_type test, else build, cicd.pipeline.task.run.id = \
+               its span id in hex, cicd.pipeline.task.run.result = success (a test only in a build that \
+               succeeded), and a test of a successful build test.case.name (its target's file name up to the \
+               CAS hash) and test.case.result.status = pass; the phase a failed build stopped in ends with \
+               error.type = its name; other phases carry none. They are the trailing keys (after the build \
+               analytics), string-typed, nowhere else, and removed before the exact comparison. The root and \
+               that phase of a failed build have status ERROR, \"build failed in <phase>\" (the reference: \
+               unset); span kinds stay INTERNAL (the default, semconv_root_span off)",
         in_corpus: true,
     },
 ];

@@ -120,6 +120,8 @@ pub struct RefSpan {
     /// In order; keys are unique on both sides.
     pub attributes: BTreeMap<String, Attr>,
     pub attribute_order: Vec<String>,
+    /// The status code (0 unset, 1 ok, 2 error) and message.
+    pub status: (i32, String),
 }
 
 impl RefSpan {
@@ -249,7 +251,19 @@ pub fn json_span(s: &Json) -> RefSpan {
         end: json_u64(&s["endTimeUnixNano"]),
         attributes,
         attribute_order,
+        status: json_status(&s["status"]),
     }
+}
+
+/// A span status of the protobuf JSON mapping: the code as the enum's name
+/// (absent: unset).
+fn json_status(v: &Json) -> (i32, String) {
+    let code = match v["code"].as_str() {
+        Some("STATUS_CODE_OK") => 1,
+        Some("STATUS_CODE_ERROR") => 2,
+        _ => v["code"].as_i64().map_or(0, |c| c as i32),
+    };
+    (code, v["message"].as_str().unwrap_or_default().to_owned())
 }
 
 pub fn json_attrs(v: &Json) -> (BTreeMap<String, Attr>, Vec<String>) {
@@ -328,6 +342,10 @@ fn proto_span(s: &opentelemetry_proto::tonic::trace::v1::Span) -> RefSpan {
         end: s.end_time_unix_nano as i64,
         attributes,
         attribute_order,
+        status: s
+            .status
+            .as_ref()
+            .map_or((0, String::new()), |st| (st.code, st.message.clone())),
     }
 }
 
@@ -820,6 +838,7 @@ fn compare_into(
     };
     let any_counted_rule = ours.spans.iter().any(counted_rule);
     let result = semconv::expected_result(reference);
+    let our_root_id = ours.root().map(|r| r.span_id.clone()).unwrap_or_default();
 
     // Matched spans.
     for (key, &ri) in &ref_index {
@@ -852,7 +871,13 @@ fn compare_into(
                 result: result.clone(),
             }
         } else if is_rule(&o) {
-            semconv::Role::Rule
+            semconv::Role::Rule {
+                build_succeeded: result.as_ref().is_some_and(|(r, _)| r == "success"),
+            }
+        } else if o.parent_id == our_root_id {
+            semconv::Role::Phase {
+                stopped_in: semconv::stopped_in(result.as_ref(), &o),
+            }
         } else {
             semconv::Role::Other
         };

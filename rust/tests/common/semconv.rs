@@ -11,7 +11,16 @@ use super::intended::{self, Tally};
 use super::reference::{Attr, RefSpan, Trace};
 
 pub const ROOT_KEYS: [&str; 3] = ["cicd.pipeline.action.name", "cicd.pipeline.result", "error.type"];
-pub const RULE_KEYS: [&str; 2] = ["cicd.pipeline.task.name", "cicd.pipeline.task.type"];
+pub const RULE_KEYS: [&str; 6] = [
+    "cicd.pipeline.task.name",
+    "cicd.pipeline.task.type",
+    "cicd.pipeline.task.run.id",
+    "cicd.pipeline.task.run.result",
+    "test.case.name",
+    "test.case.result.status",
+];
+/// Span status ERROR, as the OTLP enum's number.
+const STATUS_ERROR: i32 = 2;
 /// Resource keys, each with how its value must relate to the resource.
 pub const RESOURCE_KEYS: [&str; 9] = [
     "cicd.pipeline.name",
@@ -32,10 +41,46 @@ pub enum Role {
     Root {
         result: Option<(String, Option<String>)>,
     },
-    /// A rule span: the task of its `ct.rule_type` and `ct.target`.
-    Rule,
-    /// A phase: nothing.
+    /// A rule span: the task of its `ct.rule_type` and `ct.target`, its
+    /// span id as run id, its result where the build decides it.
+    Rule { build_succeeded: bool },
+    /// A phase of the root: `error.type` (and status ERROR) when the build
+    /// stopped in it.
+    Phase { stopped_in: Option<String> },
+    /// Anything else (sub-phases): nothing.
     Other,
+}
+
+/// The phase a failed build stopped in, if `phase` (a child of the root)
+/// is it: the last phase of the reference, which the result names.
+pub fn stopped_in(result: Option<&(String, Option<String>)>, phase: &RefSpan) -> Option<String> {
+    let (_, Some(last)) = result? else {
+        return None;
+    };
+    (phase.name.strip_prefix("phase.") == Some(last.as_str())).then(|| last.clone())
+}
+
+/// `test.case.name` read off a test rule's target: its file name up to the
+/// CAS hash (`_` and 64 hex digits), or up to `.exe`, or without
+/// `.result`, whichever comes first.
+fn test_case_name(target: &str) -> String {
+    let file = target.rsplit('/').next().unwrap_or(target);
+    let bytes = file.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        let hash = bytes.get(i + 1..i + 65);
+        if *b == b'_'
+            && hash.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+            && bytes.get(i + 65) == Some(&b'.')
+        {
+            return file[..i].to_owned();
+        }
+    }
+    let file = file.strip_suffix(".result").unwrap_or(file);
+    file.split(".exe").next().unwrap_or(file).to_owned()
+}
+
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The result the reference's phases decide: its last top-level phase
@@ -78,6 +123,19 @@ pub fn undo_span(
     d: &mut String,
 ) -> RefSpan {
     let all: Vec<&str> = ROOT_KEYS.iter().chain(&RULE_KEYS).copied().collect();
+    let failed_in = match role {
+        Role::Root {
+            result: Some((_, Some(phase))),
+        } => Some(phase.clone()),
+        Role::Phase { stopped_in } => stopped_in.clone(),
+        _ => None,
+    };
+    let want_status = failed_in.as_ref().map_or((0, String::new()), |p| {
+        (STATUS_ERROR, format!("build failed in {p}"))
+    });
+    if o.status != want_status {
+        let _ = writeln!(d, "{key:?}: status {:?} != expected {want_status:?}", o.status);
+    }
     let tail = o
         .attribute_order
         .iter()
@@ -101,16 +159,30 @@ pub fn undo_span(
             }
             w
         }
-        Role::Rule => {
+        Role::Rule { build_succeeded } => {
             let mut w = Vec::new();
-            if let Some(target) = get("ct.target").filter(|t| !t.is_empty()) {
+            let target = get("ct.target").filter(|t| !t.is_empty());
+            if let Some(target) = target {
                 w.push((RULE_KEYS[0], target.to_owned()));
             }
             let test = get("ct.rule_type") == Some("test");
             w.push((RULE_KEYS[1], if test { "test" } else { "build" }.to_owned()));
+            w.push((RULE_KEYS[2], hex(&o.span_id)));
+            // A recorded rule finished its command; a test's own exit code
+            // only shows in the build's success.
+            if !test || *build_succeeded {
+                w.push((RULE_KEYS[3], "success".to_owned()));
+            }
+            if let (true, true, Some(target)) = (test, *build_succeeded, target) {
+                w.push((RULE_KEYS[4], test_case_name(target)));
+                w.push((RULE_KEYS[5], "pass".to_owned()));
+            }
             w
         }
-        Role::Other => Vec::new(),
+        Role::Phase {
+            stopped_in: Some(phase),
+        } => vec![(ROOT_KEYS[2], phase.clone())],
+        Role::Phase { stopped_in: None } | Role::Other => Vec::new(),
     };
     let got: Vec<(&str, String)> = found
         .iter()
@@ -135,10 +207,11 @@ pub fn undo_span(
         );
         return o.clone();
     }
-    if found.is_empty() {
+    if found.is_empty() && failed_in.is_none() {
         return o.clone();
     }
     let mut plain = o.clone();
+    plain.status = (0, String::new());
     plain.attribute_order.truncate(split);
     for k in found {
         plain.attributes.remove(k);

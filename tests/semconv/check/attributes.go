@@ -10,8 +10,8 @@ import (
 // Rules of any attribute, wherever it is (resource, span, event, link,
 // metric point, log record):
 //
-//	undefined-key  a key in a registry namespace that the registry lacks
-//	               (never defined, or deprecated: the generator omits those)
+//	undefined-key  a key in a registry namespace that the registry lacks,
+//	               or marks deprecated
 //	value-type     a registry key whose value has another type
 //	enum-value     an enum key with a value outside the registry's
 //	               well-known values. The registry's enums are open (new
@@ -26,7 +26,15 @@ func (c *Checker) checkAttributes(out *findings, where string, kvs []otlp.KeyVal
 		}
 		a, known := c.reg.Attributes[kv.Key]
 		if !known {
-			out.add(Error, "undefined-key", where, "%s is not an attribute of semconv %s (unknown or deprecated)", kv.Key, c.reg.Version)
+			out.add(Error, "undefined-key", where, "%s is not an attribute of semconv %s", kv.Key, c.reg.Version)
+			continue
+		}
+		if a.Deprecated != "" {
+			instead := ""
+			if a.RenamedTo != "" {
+				instead = ", use " + a.RenamedTo
+			}
+			out.add(Error, "undefined-key", where, "%s is deprecated in semconv %s (%s%s)", kv.Key, c.reg.Version, a.Deprecated, instead)
 			continue
 		}
 		if want := wantKind(a); !kindMatches(want, kv.Value) {

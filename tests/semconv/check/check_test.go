@@ -3,6 +3,7 @@ package check
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/compiletools-otel/semconvcheck/otlp"
@@ -19,6 +20,7 @@ var cases = []struct {
 	{"good.jsonl", nil},
 	{"undefined-key.jsonl", []string{
 		`error undefined-key line 1 resource`,
+		`error undefined-key line 1 resource`,
 		`error undefined-key line 1 span "link.app" event "cache"`,
 		`error undefined-key line 1 span "link.app" link 0`,
 	}},
@@ -34,16 +36,13 @@ var cases = []struct {
 	{"metric-conditional.jsonl", []string{`error metric-conditional line 1 metric "cicd.pipeline.run.duration"`}},
 	{"span-status.jsonl", []string{`error span-status line 1 span "compiletools.build"`}},
 	{"span-error-type.jsonl", []string{`error span-error-type line 1 span "compile.geom/vec2.cpp"`}},
-	{"span-attribute.jsonl", []string{`warning span-attribute line 1 span "compile.geom/vec2.cpp"`}},
+	{"span-attribute.jsonl", []string{`error span-attribute line 1 span "compile.geom/vec2.cpp"`}},
+	{"span-kind.jsonl", []string{`warning span-kind line 1 span "compiletools.build"`}},
 }
 
 func newChecker(t *testing.T) *Checker {
 	t.Helper()
-	dir, err := registry.Locate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry.Load(dir, []string{"cicd", "vcs", "error", "test"})
+	reg, err := registry.LoadPinned([]string{"cicd", "vcs", "error", "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +106,52 @@ func TestMessagesNameKeyAndRegistryValue(t *testing.T) {
 		"metric-required.jsonl":   "cicd.pipeline.run.duration point lacks required cicd.pipeline.run.state",
 		"span-status.jsonl":       "pipeline-run span with cicd.pipeline.result=failure has status UNSET, want ERROR",
 		"metric-instrument.jsonl": "cicd.pipeline.run.active is a Counter, registry wants UpDownCounter",
-		"span-attribute.jsonl":    "task span lacks cicd.pipeline.task.run.id (registry: Recommended)",
+		"span-attribute.jsonl":    "task span lacks cicd.pipeline.task.run.id (span.cicd.pipeline.task.internal: required)",
+		"span-kind.jsonl":         "pipeline-run span is INTERNAL, span.cicd.pipeline.run.server wants SERVER",
 	} {
 		got := checkFile(t, c, file)
 		if len(got) != 1 || got[0].Message != want {
 			t.Errorf("%s: %v, want message %q", file, got, want)
+		}
+	}
+}
+
+func TestDeprecatedKeyNamesItsReplacement(t *testing.T) {
+	c := newChecker(t)
+	var msgs []string
+	for _, f := range checkFile(t, c, "undefined-key.jsonl") {
+		msgs = append(msgs, f.Message)
+	}
+	want := "vcs.repository.ref.name is deprecated in semconv v1.44.0 (renamed, use vcs.ref.head.name)"
+	if !slices.Contains(msgs, want) {
+		t.Errorf("messages %q lack %q", msgs, want)
+	}
+}
+
+func TestAllowancesCoverOnlyTheirRuleAndKey(t *testing.T) {
+	c := newChecker(t)
+	allow, err := ParseAllowances(strings.NewReader(
+		"# comment\nspan-attribute cicd.pipeline.task.run.id no run ids here\nmetric-required cicd.pipeline.run.state not this one\n"), c.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := checkFile(t, c, "span-attribute.jsonl")
+	Apply(allow, got)
+	if len(got) != 1 || got[0].Severity != Allowed || allow[0].Used != 1 || allow[1].Used != 0 {
+		t.Errorf("findings %v, uses %d %d", got, allow[0].Used, allow[1].Used)
+	}
+	got = checkFile(t, c, "span-status.jsonl")
+	Apply(allow, got)
+	if len(got) != 1 || got[0].Severity != Error {
+		t.Errorf("an allowance covered another rule: %v", got)
+	}
+	for _, bad := range []string{
+		"span-status error.type a status cannot be allowed",
+		"span-attribute cicd.pipeline.nope not a registry key",
+		"span-attribute cicd.pipeline.task.run.id",
+	} {
+		if _, err := ParseAllowances(strings.NewReader(bad), c.reg); err == nil {
+			t.Errorf("accepted %q", bad)
 		}
 	}
 }

@@ -10,9 +10,9 @@ import (
 // Checker applies every rule to decoded OTLP lines.
 type Checker struct {
 	reg *registry.Registry
-	// runKeys and taskKeys are the registry keys of a pipeline-run span
-	// and of a task span (spans.go).
-	runKeys, taskKeys []string
+	// runSpan and taskSpan are the registry's definitions of a
+	// pipeline-run span and of a task span (spans.go).
+	runSpan, taskSpan registry.Span
 	// ClosedEnums makes a value outside an enum's well-known values an
 	// error rather than a warning.
 	ClosedEnums bool
@@ -23,7 +23,13 @@ func New(reg *registry.Registry) (*Checker, error) {
 		return nil, err
 	}
 	c := &Checker{reg: reg}
-	c.runKeys, c.taskKeys = spanGroups(reg)
+	var err error
+	if c.runSpan, err = reg.Span(runSpanID); err != nil {
+		return nil, err
+	}
+	if c.taskSpan, err = reg.Span(taskSpanID); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -46,7 +52,7 @@ func (c *Checker) Line(line otlp.Line) []Finding {
 				for i, l := range s.Links {
 					c.checkAttributes(&out, fmt.Sprintf("%s link %d", where, i), l.Attributes)
 				}
-				c.checkSpan(&out, where, s, rs.Resource)
+				c.checkSpan(&out, where, s)
 			}
 		}
 	}

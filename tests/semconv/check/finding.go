@@ -9,6 +9,9 @@ type Severity string
 const (
 	Error   Severity = "error"
 	Warning Severity = "warning"
+	// Allowed is a finding the caller listed as a documented deviation
+	// (Allowances): reported, never failing.
+	Allowed Severity = "allowed"
 )
 
 // Finding is one breach of a rule at one place. Message names no place,
@@ -16,8 +19,12 @@ const (
 type Finding struct {
 	Severity Severity
 	Rule     string // short, stable id: see the rules' files
-	Where    string // e.g. `line 1 span "compile.x"`
-	Message  string
+	// Key is the attribute the finding is about, where it is about one
+	// missing attribute (span-attribute, metric-required, …): what an
+	// allowed deviation names.
+	Key     string
+	Where   string // e.g. `line 1 span "compile.x"`
+	Message string
 }
 
 func (f Finding) String() string {
@@ -28,5 +35,9 @@ func (f Finding) String() string {
 type findings []Finding
 
 func (fs *findings) add(sev Severity, rule, where, format string, args ...any) {
-	*fs = append(*fs, Finding{Severity: sev, Rule: rule, Where: where, Message: fmt.Sprintf(format, args...)})
+	fs.addKey(sev, rule, "", where, format, args...)
+}
+
+func (fs *findings) addKey(sev Severity, rule, key, where, format string, args ...any) {
+	*fs = append(*fs, Finding{Severity: sev, Rule: rule, Key: key, Where: where, Message: fmt.Sprintf(format, args...)})
 }

@@ -1,8 +1,6 @@
 package check
 
 import (
-	"slices"
-
 	"github.com/compiletools-otel/semconvcheck/otlp"
 )
 
@@ -15,8 +13,8 @@ import (
 //	                     UpDownCounter)
 //	metric-required      a point lacks an attribute the registry requires
 //	metric-conditional   a point of a failed run (failed.go) lacks
-//	                     error.type, where the registry lists error.type on
-//	                     the metric
+//	                     error.type, where the metric makes error.type
+//	                     conditionally required
 func (c *Checker) checkMetric(out *findings, where string, m otlp.Metric) {
 	if !c.reg.InNamespaces(m.Name) {
 		return
@@ -32,12 +30,11 @@ func (c *Checker) checkMetric(out *findings, where string, m otlp.Metric) {
 	if got := m.Instrument(); got != def.Instrument {
 		out.add(Error, "metric-instrument", where, "%s is a %s, registry wants %s", m.Name, got, def.Instrument)
 	}
-	// Required already covers error.type where the registry requires it.
-	conditionalErrorType := slices.Contains(def.Optional, errorTypeKey)
+	_, conditionalErrorType := def.Conditional(errorTypeKey)
 	for _, p := range m.Points() {
-		for _, key := range def.Required {
+		for _, key := range def.Required() {
 			if _, ok := lookup(p.Attributes, key); !ok {
-				out.add(Error, "metric-required", where, "%s point lacks required %s", m.Name, key)
+				out.addKey(Error, "metric-required", key, where, "%s point lacks required %s", m.Name, key)
 			}
 		}
 		if !conditionalErrorType {
@@ -45,7 +42,7 @@ func (c *Checker) checkMetric(out *findings, where string, m otlp.Metric) {
 		}
 		if result, failed := failedResult(p.Attributes); failed {
 			if _, ok := lookup(p.Attributes, errorTypeKey); !ok {
-				out.add(Error, "metric-conditional", where, "%s point with %s lacks %s (conditionally required when the run failed)", m.Name, result, errorTypeKey)
+				out.addKey(Error, "metric-conditional", errorTypeKey, where, "%s point with %s lacks %s (conditionally required when the run failed)", m.Name, result, errorTypeKey)
 			}
 		}
 	}

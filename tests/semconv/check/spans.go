@@ -2,50 +2,55 @@ package check
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/compiletools-otel/semconvcheck/otlp"
 	"github.com/compiletools-otel/semconvcheck/registry"
 )
 
-// Rules of the spans that stand for a CI/CD run:
+// The registry's span definitions the checker applies, by group id
+// (model/cicd/spans.yaml). New fails when the registry lacks one, so a
+// rename there fails loudly instead of checking nothing.
+const (
+	runSpanID  = "span.cicd.pipeline.run.server"
+	taskSpanID = "span.cicd.pipeline.task.internal"
+)
+
+// Rules of the spans that stand for a CI/CD run, from the registry's span
+// definitions:
 //
 //	span-attribute  a pipeline-run span (a root span with cicd.pipeline.*
 //	                attributes) or a task span (one with
-//	                cicd.pipeline.task.* attributes) lacks an attribute of
-//	                its part of the registry: an error where the registry
-//	                says Required, a warning where Recommended. The Go
-//	                package has no span definitions (the generator writes
-//	                none), so these are the attribute-level levels of the
-//	                registry group, not the span's own: the registry's
-//	                model requires cicd.pipeline.result on the run span and
-//	                the task's name, run.id, run.url.full and run.result,
-//	                which only show here as Recommended.
+//	                cicd.pipeline.task.* attributes) lacks an attribute its
+//	                definition lists: an error where it is required, a
+//	                warning where recommended (opt-in ones are not checked;
+//	                the conditional error.type is span-error-type's)
+//	span-kind       the span's kind is not the definition's span_kind (a
+//	                warning: the definition's SHOULD)
 //	span-status     a span of a failed run or task (failed.go) whose status
 //	                is not ERROR (recording-errors)
-//	span-error-type a span of a failed run or task without error.type
-func (c *Checker) checkSpan(out *findings, where string, s otlp.Span, res otlp.Resource) {
-	kind, isTask, ok := runKind(s)
+//	span-error-type a span of a failed run or task without error.type, which
+//	                its definition makes conditionally required then
+func (c *Checker) checkSpan(out *findings, where string, s otlp.Span) {
+	def, kind, ok := c.spanDefinition(s)
 	if !ok {
 		return
 	}
-	keys := c.runKeys
-	if isTask {
-		keys = c.taskKeys
-	}
-	for _, key := range keys {
-		_, onSpan := lookup(s.Attributes, key)
-		_, onResource := lookup(res.Attributes, key)
-		if onSpan || onResource {
+	for _, ref := range def.Attributes {
+		if ref.Level != registry.Required && ref.Level != registry.Recommended {
 			continue
 		}
-		level := c.reg.Attributes[key].RequirementLevel
+		if _, onSpan := lookup(s.Attributes, ref.Key); onSpan {
+			continue
+		}
 		sev := Warning
-		if strings.EqualFold(level, "Required") {
+		if ref.Level == registry.Required {
 			sev = Error
 		}
-		out.add(sev, "span-attribute", where, "%s span lacks %s (registry: %s)", kind, key, level)
+		out.addKey(sev, "span-attribute", ref.Key, where, "%s span lacks %s (%s: %s)", kind, ref.Key, def.ID, ref.Level)
+	}
+	if want := def.Kind; want != "" && !strings.EqualFold(s.KindName(), want) {
+		out.add(Warning, "span-kind", where, "%s span is %s, %s wants %s", kind, s.KindName(), def.ID, strings.ToUpper(want))
 	}
 	result, failed := failedResult(s.Attributes)
 	if !failed {
@@ -54,8 +59,11 @@ func (c *Checker) checkSpan(out *findings, where string, s otlp.Span, res otlp.R
 	if code := s.Status.CodeName(); code != "ERROR" {
 		out.add(Error, "span-status", where, "%s span with %s has status %s, want ERROR", kind, result, code)
 	}
+	if _, conditional := def.Conditional(errorTypeKey); !conditional {
+		return
+	}
 	if _, ok := lookup(s.Attributes, errorTypeKey); !ok {
-		out.add(Error, "span-error-type", where, "%s span with %s lacks %s", kind, result, errorTypeKey)
+		out.addKey(Error, "span-error-type", errorTypeKey, where, "%s span with %s lacks %s", kind, result, errorTypeKey)
 	}
 }
 
@@ -64,27 +72,12 @@ const (
 	taskPrefix     = "cicd.pipeline.task."
 )
 
-// runKind tells whether s stands for a pipeline run or a task run.
-func runKind(s otlp.Span) (kind string, isTask, ok bool) {
+// spanDefinition tells whether s stands for a pipeline run or a task run,
+// and returns the registry's definition of that span.
+func (c *Checker) spanDefinition(s otlp.Span) (registry.Span, string, bool) {
 	if slices.ContainsFunc(s.Attributes, func(kv otlp.KeyValue) bool { return strings.HasPrefix(kv.Key, taskPrefix) }) {
-		return "task", true, true
+		return c.taskSpan, "task", true
 	}
 	isRun := s.ParentSpanID == "" && slices.ContainsFunc(s.Attributes, func(kv otlp.KeyValue) bool { return strings.HasPrefix(kv.Key, pipelinePrefix) })
-	return "pipeline-run", false, isRun
-}
-
-// spanGroups splits the registry's cicd.pipeline.* keys into those of the
-// run (without the task's) and those of a task.
-func spanGroups(reg *registry.Registry) (runKeys, taskKeys []string) {
-	for key := range reg.Attributes {
-		switch {
-		case strings.HasPrefix(key, taskPrefix):
-			taskKeys = append(taskKeys, key)
-		case strings.HasPrefix(key, pipelinePrefix):
-			runKeys = append(runKeys, key)
-		}
-	}
-	sort.Strings(runKeys)
-	sort.Strings(taskKeys)
-	return runKeys, taskKeys
+	return c.runSpan, "pipeline-run", isRun
 }

@@ -25,6 +25,7 @@ type Span struct {
 	SpanID       string     `json:"spanId"`
 	ParentSpanID string     `json:"parentSpanId"`
 	Name         string     `json:"name"`
+	Kind         RawEnum    `json:"kind"`
 	Attributes   []KeyValue `json:"attributes"`
 	Events       []struct {
 		Name       string     `json:"name"`

@@ -79,6 +79,29 @@ func (v AnyValue) Text() string {
 	return ""
 }
 
+// RawEnum is an enum field: OTLP/JSON writes an integer, the protobuf
+// JSON mapping the member's name.
+type RawEnum = json.RawMessage
+
+// spanKinds are SpanKind's members, by number (trace.proto).
+var spanKinds = []string{"UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"}
+
+// KindName is the span's kind without the SPAN_KIND_ prefix (INTERNAL,
+// SERVER, …); UNSPECIFIED when absent.
+func (s Span) KindName() string {
+	raw := strings.TrimPrefix(strings.Trim(string(s.Kind), `"`), "SPAN_KIND_")
+	if raw == "" {
+		return spanKinds[0]
+	}
+	if n, err := strconv.Atoi(raw); err == nil {
+		if n >= 0 && n < len(spanKinds) {
+			return spanKinds[n]
+		}
+		return raw
+	}
+	return raw
+}
+
 // Status is a span's status; OTLP/JSON writes the code as an integer, the
 // protobuf JSON mapping as the enum's name, and an unset code not at all.
 type Status struct {

@@ -1,13 +1,11 @@
 // Package registry reads the OpenTelemetry semantic-conventions registry
-// from the source of the Go package that the registry's own generator
-// writes (go.opentelemetry.io/otel/semconv/vX.Y.Z), so that every key,
-// type, enum value, unit and requirement level the checker enforces is the
-// registry's, not a list kept here.
+// from its own model YAML (a pinned copy: see the module's pinned.go), so
+// that every key, type, enum value, unit, instrument and requirement level
+// the checker enforces is the registry's, not a list kept here.
 package registry
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 )
 
@@ -17,16 +15,22 @@ type Registry struct {
 	Namespaces []string
 	Attributes map[string]Attribute
 	Metrics    map[string]Metric
+	// Spans are the registry's span definitions by group id
+	// (e.g. span.cicd.pipeline.task.internal).
+	Spans map[string]Span
 }
 
-// Attribute is one registry attribute, as its generated doc comment
-// (Type:, RequirementLevel:, Stability:) and enum block describe it.
+// Attribute is one registry attribute (an attribute_group member).
 type Attribute struct {
-	Key              string
-	Type             string // the registry's spelling: string, int, double, boolean, string[], Enum, any, …
-	RequirementLevel string // attribute-level: the registry's default where a signal does not say otherwise
-	Stability        string
-	Enum             []EnumMember // well-known values, for Type Enum
+	Key string
+	// Type is the registry's spelling (string, int, double, boolean,
+	// string[], any, …), or "Enum" for a type with members.
+	Type      string
+	Stability string
+	Enum      []EnumMember // well-known values, for Type Enum
+	// Deprecated is the deprecation's reason ("renamed", "obsoleted", …),
+	// "" for a current attribute; RenamedTo its replacement, if any.
+	Deprecated, RenamedTo string
 }
 
 // EnumMember is one well-known value of an enum attribute.
@@ -35,34 +39,72 @@ type EnumMember struct {
 	Kind  string // "string" or "int": the attribute's value type
 }
 
-// Metric is one metric instrument of the registry, as its generated
-// instrument types describe it.
+// Requirement levels as the model spells them.
+const (
+	Required              = "required"
+	ConditionallyRequired = "conditionally_required"
+	Recommended           = "recommended"
+	OptIn                 = "opt_in"
+)
+
+// Ref is an attribute of a span or metric definition with the requirement
+// level the definition gives it; Condition is the model's text for a
+// conditional level (conditionally_required, or a qualified recommended).
+type Ref struct {
+	Key       string
+	Level     string
+	Condition string
+}
+
+// Metric is one metric definition.
 type Metric struct {
 	Name       string
 	Unit       string
-	Instrument string   // Counter, UpDownCounter, Histogram or Gauge
-	Required   []string // the positional attributes of Add/Record
-	Optional   []string // the Attr… methods: recommended, opt-in or conditionally required
+	Instrument string // Counter, UpDownCounter, Histogram or Gauge
+	Stability  string
+	Attributes []Ref
 }
 
-// Load reads the registry package in dir, keeping the attributes and
-// metrics of the given namespaces (e.g. "cicd", "vcs").
-func Load(dir string, namespaces []string) (*Registry, error) {
-	attrs, err := loadAttributes(filepath.Join(dir, "attribute_group.go"), namespaces)
-	if err != nil {
-		return nil, err
-	}
-	metrics := map[string]Metric{}
-	for _, ns := range namespaces {
-		found, err := loadMetrics(filepath.Join(dir, ns+"conv"))
-		if err != nil {
-			return nil, err
-		}
-		for name, m := range found {
-			metrics[name] = m
+// Span is one span definition.
+type Span struct {
+	ID         string
+	Kind       string // the model's span_kind: server, internal, client, …
+	Attributes []Ref
+}
+
+// Keys returns the keys of refs at level.
+func keysAt(refs []Ref, level string) []string {
+	var out []string
+	for _, r := range refs {
+		if r.Level == level {
+			out = append(out, r.Key)
 		}
 	}
-	return &Registry{Version: filepath.Base(dir), Namespaces: namespaces, Attributes: attrs, Metrics: metrics}, nil
+	return out
+}
+
+// Required lists the metric's required attributes.
+func (m Metric) Required() []string { return keysAt(m.Attributes, Required) }
+
+// Conditional returns the ref of key if the metric makes it conditionally
+// required.
+func (m Metric) Conditional(key string) (Ref, bool) {
+	return refAt(m.Attributes, key, ConditionallyRequired)
+}
+
+// Conditional returns the ref of key if the span makes it conditionally
+// required.
+func (s Span) Conditional(key string) (Ref, bool) {
+	return refAt(s.Attributes, key, ConditionallyRequired)
+}
+
+func refAt(refs []Ref, key, level string) (Ref, bool) {
+	for _, r := range refs {
+		if r.Key == key && r.Level == level {
+			return r, true
+		}
+	}
+	return Ref{}, false
 }
 
 // InNamespaces is whether name (an attribute key or a metric name) lies in
@@ -98,11 +140,21 @@ func (a Attribute) EnumValues() []string {
 	return out
 }
 
-// Attribute returns the registry's entry for key, or an error naming it.
+// Attribute returns the registry's current (not deprecated) entry for
+// key, or an error naming it.
 func (r *Registry) Attribute(key string) (Attribute, error) {
 	a, ok := r.Attributes[key]
-	if !ok {
-		return Attribute{}, fmt.Errorf("semconv %s: no attribute %q", r.Version, key)
+	if !ok || a.Deprecated != "" {
+		return Attribute{}, fmt.Errorf("semconv %s: no current attribute %q", r.Version, key)
 	}
 	return a, nil
+}
+
+// Span returns the span definition id, or an error naming it.
+func (r *Registry) Span(id string) (Span, error) {
+	s, ok := r.Spans[id]
+	if !ok {
+		return Span{}, fmt.Errorf("semconv %s: no span definition %q", r.Version, id)
+	}
+	return s, nil
 }

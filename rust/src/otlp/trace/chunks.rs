@@ -25,7 +25,8 @@ pub struct TraceParts {
     pub resource: Resource,
     pub root_attributes: Vec<KeyValue>,
     pub max_attribute_len: u32,
-    pub root_span_server: bool,
+    pub semconv_root_span: bool,
+    pub pipeline_name: String,
     pub extra: Vec<ScopeSpans>,
 }
 
@@ -126,7 +127,8 @@ impl TraceChunks {
             root_attributes: Vec::new(),
             max_attribute_len: p.max_attribute_len,
             analytics: Some(&p.analytics),
-            root_span_server: p.root_span_server,
+            semconv_root_span: p.semconv_root_span,
+            pipeline_name: &p.pipeline_name,
         };
         let mut encoder = SpanEncoder::of(&input);
         encoder.root_attributes = &p.root_attributes;

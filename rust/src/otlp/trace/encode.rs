@@ -10,16 +10,17 @@ use prost::Message;
 
 use super::plan::{Planned, TracePlan};
 use super::{
-    rule_analytics, unix_nanos, TraceInput, TraceStats, REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_SCOPE_SPANS,
-    SCOPE_SPANS_SPANS, SPAN_FLAGS,
+    root_name_and_kind, rule_analytics, unix_nanos, TraceInput, TraceStats, REQUEST_RESOURCE_SPANS,
+    RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS, SPAN_FLAGS,
 };
 use crate::analytics::BuildAnalytics;
 use crate::input::pages::advise_huge_pages;
 use crate::otlp::analytics::RuleValue;
+use crate::otlp::outcome::{failure_message, Outcomes};
 use crate::otlp::scope::{scope, SCOPE_NAME};
-use crate::otlp::semconv;
+use crate::otlp::semconv::{self, TaskValue};
 use crate::otlp::wire::{self, WireValue};
-use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
+use crate::timing::naming::write_span_name;
 use crate::timing::{Build, Clock, Event};
 use crate::warnings::Warnings;
 
@@ -162,6 +163,7 @@ const SPAN_START: u32 = 7;
 const SPAN_END: u32 = 8;
 const SPAN_ATTRIBUTES: u32 = 9;
 const SPAN_DROPPED_ATTRIBUTES_COUNT: u32 = 10;
+const SPAN_STATUS: u32 = 15;
 const SPAN_FLAGS_FIELD: u32 = 16;
 
 /// Writes planned spans onto the wire, as prost would encode the `Span`
@@ -172,24 +174,27 @@ pub(super) struct SpanEncoder<'x> {
     trace_id: [u8; 16],
     pub(super) root_attributes: &'x [KeyValue],
     max_len: usize,
+    max_attribute_len: u32,
     analytics: Option<&'x BuildAnalytics>,
+    root_name: std::borrow::Cow<'static, str>,
     root_kind: SpanKind,
+    outcomes: Outcomes<'x>,
 }
 
 impl<'x> SpanEncoder<'x> {
     pub(super) fn of(input: &'x TraceInput) -> Self {
+        let (root_name, root_kind) = root_name_and_kind(input);
         Self {
             build: input.build,
             clock: input.clock,
             trace_id: input.trace_id,
             root_attributes: &input.root_attributes,
             max_len: usize::try_from(input.max_attribute_len).unwrap_or(usize::MAX),
+            max_attribute_len: input.max_attribute_len,
             analytics: input.analytics,
-            root_kind: if input.root_span_server {
-                SpanKind::Server
-            } else {
-                SpanKind::Internal
-            },
+            root_name,
+            root_kind,
+            outcomes: Outcomes::of(input.build),
         }
     }
 
@@ -215,11 +220,12 @@ impl<'x> SpanEncoder<'x> {
     fn root(&self, planned: &Planned, out: &mut Vec<u8>) {
         use prost::encoding::message;
         let (start, end) = self.clock.root_interval();
-        self.head(&planned.span_id, None, ROOT_SPAN_NAME, self.root_kind, out);
+        self.head(&planned.span_id, None, &self.root_name, self.root_kind, out);
         self.times(start, end, out);
         for kv in self.root_attributes {
             message::encode(SPAN_ATTRIBUTES, kv, out);
         }
+        self.status(self.outcomes.root_failure(), out);
         wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
     }
 
@@ -236,14 +242,25 @@ impl<'x> SpanEncoder<'x> {
         write_span_name(name, &event);
         self.head(&planned.span_id, Some(parent), name, SpanKind::Internal, out);
         self.times(start, end, out);
-        let dropped = self.attributes(event, attrs);
+        let dropped = self.attributes(event, planned.span_id, attrs);
         for (key, value) in attrs.iter() {
             wire::put_key_value(SPAN_ATTRIBUTES, key, value, self.max_len, out);
         }
         if dropped > 0 {
             wire::put_varint(SPAN_DROPPED_ATTRIBUTES_COUNT, u64::from(dropped), out);
         }
+        if !event.is_rule() {
+            self.status(self.outcomes.phase_failure(event.id()), out);
+        }
         wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
+    }
+
+    /// Field 15: status ERROR for a span that failed (the build stopped
+    /// in `stopped_in`), else nothing (UNSET).
+    fn status(&self, stopped_in: Option<&str>, out: &mut Vec<u8>) {
+        if let Some(phase) = stopped_in {
+            wire::put_error_status(SPAN_STATUS, &failure_message(phase, self.max_attribute_len), out);
+        }
     }
 
     /// Fields 1 to 6: ids, name, kind (trace_state is always empty).
@@ -280,7 +297,12 @@ impl<'x> SpanEncoder<'x> {
     /// a later value of a key replaces the earlier one in its place; a
     /// metadata key is looked up among the built-in keys before it only).
     /// Returns the number of dropped metadata values.
-    fn attributes(&self, event: Event<'x>, attrs: &mut Vec<(&'x str, WireValue<'x>)>) -> u32 {
+    fn attributes(
+        &self,
+        event: Event<'x>,
+        span_id: [u8; 8],
+        attrs: &mut Vec<(&'x str, WireValue<'x>)>,
+    ) -> u32 {
         attrs.clear();
         let mut builtins = 0;
         let mut builtin =
@@ -326,12 +348,15 @@ impl<'x> SpanEncoder<'x> {
             };
             builtin(attrs, key, v);
         }
-        if let Some(rule_type) = rule_type {
-            if !target.is_empty() {
-                builtin(attrs, semconv::TASK_NAME, WireValue::Str(target));
-            }
-            let task = if rule_type == "test" { "test" } else { "build" };
-            builtin(attrs, semconv::TASK_TYPE, WireValue::Str(task));
+        for (key, value) in semconv::rule_task_attributes(&event, span_id, &self.outcomes) {
+            let v = match value {
+                TaskValue::Str(s) => WireValue::Str(s),
+                TaskValue::SpanId(id) => WireValue::HexId(id),
+            };
+            builtin(attrs, key, v);
+        }
+        if let Some(stopped_in) = self.outcomes.phase_failure(event.id()) {
+            builtin(attrs, semconv::ERROR_TYPE, WireValue::Str(stopped_in));
         }
         dropped
     }

@@ -29,6 +29,7 @@ mod reference;
 
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::SpanFlags;
 
 pub use chunks::{TraceChunks, TraceParts};
@@ -40,6 +41,7 @@ pub use reference::{build_trace_request, build_trace_request_with};
 
 use super::analytics::{rule_attributes, RuleValue};
 use crate::analytics::BuildAnalytics;
+use crate::timing::naming::ROOT_SPAN_NAME;
 use crate::timing::{Build, Clock, EventId};
 
 /// Span flags as compiletools' SDK sets them: "is-remote known, not remote".
@@ -72,9 +74,25 @@ pub struct TraceInput<'x> {
     pub max_attribute_len: u32,
     /// Per-rule analytics attributes, after each rule's metadata.
     pub analytics: Option<&'x BuildAnalytics>,
-    /// Root span kind SERVER (the CI/CD conventions' pipeline run) instead
-    /// of ct-cake's INTERNAL; every other span stays INTERNAL.
-    pub root_span_server: bool,
+    /// The root span as the CI/CD conventions' pipeline run: named
+    /// `{action} {pipeline}` ([`super::semconv::semconv_root_span_name`])
+    /// and of kind SERVER, instead of ct-cake's `compiletools.build`,
+    /// INTERNAL; every other span stays INTERNAL.
+    pub semconv_root_span: bool,
+    /// `cicd.pipeline.name`, for the semconv root span's name.
+    pub pipeline_name: &'x str,
+}
+
+/// The root span's name and kind ([`TraceInput::semconv_root_span`]).
+pub(super) fn root_name_and_kind(input: &TraceInput) -> (std::borrow::Cow<'static, str>, SpanKind) {
+    if input.semconv_root_span {
+        (
+            super::semconv::semconv_root_span_name(input.pipeline_name).into(),
+            SpanKind::Server,
+        )
+    } else {
+        (ROOT_SPAN_NAME.into(), SpanKind::Internal)
+    }
 }
 
 /// A rule's analytics and history attributes ([`rule_attributes`]), as

@@ -8,16 +8,18 @@
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
-use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 
-use super::{rule_analytics, unix_nanos, TraceInput, TraceStats, SPAN_FLAGS};
+use super::{root_name_and_kind, rule_analytics, unix_nanos, TraceInput, TraceStats, SPAN_FLAGS};
 use crate::analytics::BuildAnalytics;
 use crate::ids;
 use crate::otlp::analytics::RuleValue;
 use crate::otlp::attributes::AttrBuilder;
+use crate::otlp::outcome::{failure_message, Outcomes};
 use crate::otlp::scope::{scope, SCOPE_NAME};
 use crate::otlp::semconv;
-use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
+use crate::timing::naming::write_span_name;
 use crate::timing::{Clock, Event};
 use crate::warnings::Warnings;
 
@@ -67,6 +69,7 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
         clock: input.clock,
         max_attribute_len: input.max_attribute_len,
         analytics: input.analytics,
+        outcomes: Outcomes::of(input.build),
         sink,
         stats: TraceStats::default(),
         path: Vec::new(),
@@ -81,17 +84,18 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
     };
     let root_id = w.ids.span_id(&[]);
     let (start, end) = input.clock.root_interval();
+    let (root_name, root_kind) = root_name_and_kind(input);
+    let root_status = error_status(w.outcomes.root_failure(), input.max_attribute_len);
     let s = &mut w.scratch;
     s.name.clear();
-    s.name.push_str(ROOT_SPAN_NAME);
+    s.name.push_str(&root_name);
     set_id(&mut s.span_id, &root_id);
     s.parent_span_id.clear();
     (s.start_time_unix_nano, s.end_time_unix_nano) = (unix_nanos(start), unix_nanos(end));
     s.attributes.clone_from(&input.root_attributes);
     s.dropped_attributes_count = 0;
-    if input.root_span_server {
-        s.kind = SpanKind::Server as i32;
-    }
+    s.kind = root_kind as i32;
+    s.status = root_status;
     w.emit();
     w.scratch.kind = SpanKind::Internal as i32;
     for child in input.build.children() {
@@ -105,6 +109,7 @@ struct SpanWriter<'x> {
     clock: &'x Clock,
     max_attribute_len: u32,
     analytics: Option<&'x BuildAnalytics>,
+    outcomes: Outcomes<'x>,
     sink: &'x mut dyn FnMut(&Span),
     stats: TraceStats,
     /// Index path of the event being visited (input of its span id).
@@ -136,7 +141,11 @@ impl SpanWriter<'_> {
                 event.name()
             ));
         }
-        self.set_attributes(&event);
+        self.set_attributes(&event, id);
+        let failed_phase = (!event.is_rule())
+            .then(|| self.outcomes.phase_failure(event.id()))
+            .flatten();
+        self.scratch.status = error_status(failed_phase, self.max_attribute_len);
         let s = &mut self.scratch;
         write_span_name(&mut s.name, &event);
         set_id(&mut s.span_id, &id);
@@ -152,8 +161,9 @@ impl SpanWriter<'_> {
 
     /// `ct.rule_type`, `ct.target`, `ct.source` (non-empty only), then the
     /// metadata in file order, then the rule's analytics, then its CI/CD
-    /// task attributes; phases carry only their metadata.
-    fn set_attributes(&mut self, event: &Event) {
+    /// task attributes; phases carry only their metadata, and `error.type`
+    /// on the one a failed build stopped in.
+    fn set_attributes(&mut self, event: &Event, span_id: [u8; 8]) {
         let previous = std::mem::take(&mut self.scratch.attributes);
         let spare = std::mem::take(&mut self.spare);
         let mut a = AttrBuilder::recycling(self.max_attribute_len, previous, spare);
@@ -171,12 +181,24 @@ impl SpanWriter<'_> {
                 RuleValue::Bool(v) => a.bool(key, v),
             }
         }
-        semconv::push_rule_attributes(&mut a, event);
+        semconv::push_rule_attributes(&mut a, event, span_id, &self.outcomes);
+        if let Some(stopped_in) = self.outcomes.phase_failure(event.id()) {
+            a.string(semconv::ERROR_TYPE, stopped_in);
+        }
         let (attributes, spare, dropped) = a.finish_recycling();
         self.scratch.attributes = attributes;
         self.scratch.dropped_attributes_count = dropped;
         self.spare = spare;
     }
+}
+
+/// Status ERROR for a span that failed (the build stopped in
+/// `stopped_in`), else none (UNSET).
+fn error_status(stopped_in: Option<&str>, max_attribute_len: u32) -> Option<Status> {
+    stopped_in.map(|phase| Status {
+        message: failure_message(phase, max_attribute_len),
+        code: StatusCode::Error as i32,
+    })
 }
 
 fn set_id(dst: &mut Vec<u8>, id: &[u8]) {

@@ -29,7 +29,8 @@ fn input<'x>(build: &'x Build, clock: &'x Clock, resource: Resource) -> TraceInp
         }],
         max_attribute_len: 64,
         analytics: None,
-        root_span_server: false,
+        semconv_root_span: false,
+        pipeline_name: "geom",
     }
 }
 
@@ -102,8 +103,24 @@ fn only_the_root_becomes_server() {
     let clock = Clock::for_build(&build).unwrap();
     for server in [false, true] {
         let mut i = input(&build, &clock, Resource::default());
-        i.root_span_server = server;
+        i.semconv_root_span = server;
         let (request, _) = build_trace_request(i, &mut Warnings::new());
+        let root_name = &request.resource_spans[0].scope_spans[0].spans[0].name;
+        assert_eq!(
+            root_name,
+            if server {
+                "BUILD geom"
+            } else {
+                "compiletools.build"
+            }
+        );
+        let mut i = input(&build, &clock, Resource::default());
+        i.semconv_root_span = server;
+        assert_eq!(
+            encode_trace_request(i, 0, &mut Warnings::new()).0,
+            request.encode_to_vec(),
+            "semconv root span {server}"
+        );
         let kinds: Vec<i32> = request.resource_spans[0].scope_spans[0]
             .spans
             .iter()
@@ -160,6 +177,10 @@ fn extra_scope_spans_encode_like_prost() {
 /// rule and a rule without target: the wire encoder must give prost's
 /// bytes for all of them.
 fn tricky_build() -> Build {
+    parse_for_test(&tricky_build_json())
+}
+
+fn tricky_build_json() -> String {
     let doc = json!({
         "timestamp": "2026-11-30T03:43:45+00:00",
         "start_s": 100.0,
@@ -168,16 +189,17 @@ fn tricky_build() -> Build {
             "name": "build_execution",
             "start_s": 100.5,
             "end_s": 109.0,
-            "metadata": {"phase.key": "v", "n": null},
+            "metadata": {"phase.key": "v", "n": null, "error.type": "from the file"},
             "rules": [
                 {"name": "a.cpp", "rule_type": "compile", "target": "/o/a.o", "source": "/s/a.cpp",
                  "start_s": 101.0, "end_s": 102.0,
                  "metadata": {"ct.target": 7, "ct.rule.weighted_s": "x", "cicd.pipeline.task.name": "y",
+                              "cicd.pipeline.task.run.id": 3, "test.case.name": "n",
                               "": "empty key", "obj": {"a": 1}, "mixed": [1, "a"],
                               "s": "a string much longer than the limit of sixty-four bytes, cut there",
                               "b": false, "i": -5, "d": 0.0, "ba": [true, false], "ia": [0, -1, 300],
                               "da": [1.5], "sa": ["x", "", "é".repeat(40)], "e": []}},
-                {"name": "t", "rule_type": "test", "target": "bin/t", "start_s": 102.0, "end_s": 103.0,
+                {"name": "t", "rule_type": "test", "target": "bin/t_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.exe.result", "start_s": 102.0, "end_s": 103.0,
                  "metadata": {"ct.rule_type": "override", "ct.critical_path": false}},
                 {"name": "m", "rule_type": "mkdir", "start_s": 103.0, "end_s": 103.0,
                  "children": [{"name": "c", "rule_type": "x", "start_s": 103.0, "end_s": 103.0}]},
@@ -186,6 +208,19 @@ fn tricky_build() -> Build {
             ],
         }, {"name": "postbuild_scripts", "start_s": 109.0, "end_s": 109.5}],
     });
+    doc.to_string()
+}
+
+/// [`tricky_build`] as a build that failed in `build_execution`: a
+/// `prebuild_scripts` phase first and no `postbuild_scripts`.
+fn tricky_failed_build() -> Build {
+    let mut doc: serde_json::Value = serde_json::from_str(&tricky_build_json()).unwrap();
+    let phases = doc["phases"].as_array_mut().unwrap();
+    phases.pop();
+    phases.insert(
+        0,
+        json!({"name": "prebuild_scripts", "start_s": 100.0, "end_s": 100.5}),
+    );
     parse_for_test(&doc.to_string())
 }
 
@@ -209,6 +244,62 @@ fn wire_encoder_equals_prost_on_tricky_attributes() {
     }
 }
 
+#[test]
+fn a_failed_build_s_root_and_stopped_phase_have_status_error_in_both_encoders() {
+    use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+    let build = tricky_failed_build();
+    let clock = Clock::for_build(&build).unwrap();
+    for (max_len, semconv_root) in [(64, false), (8, true)] {
+        let make = || {
+            let mut i = input(&build, &clock, Resource::default());
+            i.max_attribute_len = max_len;
+            i.semconv_root_span = semconv_root;
+            i
+        };
+        let (request, _) = build_trace_request(make(), &mut Warnings::new());
+        let (bytes, _) = encode_trace_request(make(), 0, &mut Warnings::new());
+        assert_eq!(bytes, request.encode_to_vec(), "max {max_len}");
+        let spans = &request.resource_spans[0].scope_spans[0].spans;
+        let failed: Vec<(&str, &str)> = spans
+            .iter()
+            .filter_map(|s| {
+                let st = s.status.as_ref()?;
+                assert_eq!(st.code, StatusCode::Error as i32);
+                Some((s.name.as_str(), st.message.as_str()))
+            })
+            .collect();
+        let message = if max_len == 64 {
+            "build failed in build_execution"
+        } else {
+            "build fa"
+        };
+        let root = if semconv_root {
+            "BUILD geom"
+        } else {
+            "compiletools.build"
+        };
+        assert_eq!(failed, [(root, message), ("phase.build_execution", message)]);
+        let phase = spans.iter().find(|s| s.name == "phase.build_execution").unwrap();
+        let error_type: Vec<_> = phase
+            .attributes
+            .iter()
+            .filter(|kv| kv.key == "error.type")
+            .collect();
+        assert_eq!(
+            error_type.len(),
+            1,
+            "the file's error.type is replaced in its place"
+        );
+    }
+    // A successful build: no status anywhere.
+    let build = tricky_build();
+    let (request, _) = build_trace_request(input(&build, &clock, Resource::default()), &mut Warnings::new());
+    assert!(request.resource_spans[0].scope_spans[0]
+        .spans
+        .iter()
+        .all(|s| s.status.is_none()));
+}
+
 fn parts(build: Build, extra: Vec<ScopeSpans>) -> TraceParts {
     let clock = Clock::for_build(&build).unwrap();
     let analytics = crate::analytics::analyze(&build, &clock);
@@ -229,7 +320,8 @@ fn parts(build: Build, extra: Vec<ScopeSpans>) -> TraceParts {
             ..Default::default()
         }],
         max_attribute_len: 64,
-        root_span_server: false,
+        semconv_root_span: true,
+        pipeline_name: "geom".into(),
         extra,
     }
 }
@@ -245,7 +337,8 @@ fn whole(p: &TraceParts) -> ExportTraceServiceRequest {
         root_attributes: p.root_attributes.clone(),
         max_attribute_len: p.max_attribute_len,
         analytics: Some(&p.analytics),
-        root_span_server: p.root_span_server,
+        semconv_root_span: p.semconv_root_span,
+        pipeline_name: &p.pipeline_name,
     };
     build_trace_request_with(i, p.extra.clone(), &mut Warnings::new()).0
 }
@@ -267,13 +360,14 @@ fn chunks_cut_the_whole_trace_at_span_boundaries() {
     for (rules, extra) in [
         (0, vec![]),
         (5, vec![snapshot_scope()]),
+        (6, vec![]),
         (300, vec![]),
         (300, vec![snapshot_scope()]),
     ] {
-        let build = if rules == 5 {
-            tricky_build()
-        } else {
-            sample_build(rules)
+        let build = match rules {
+            5 => tricky_build(),
+            6 => tricky_failed_build(),
+            _ => sample_build(rules),
         };
         let p = parts(build, extra);
         let reference = whole(&p);
@@ -330,7 +424,8 @@ fn parts_clone(p: &TraceParts) -> TraceParts {
         resource: p.resource.clone(),
         root_attributes: p.root_attributes.clone(),
         max_attribute_len: p.max_attribute_len,
-        root_span_server: p.root_span_server,
+        semconv_root_span: p.semconv_root_span,
+        pipeline_name: p.pipeline_name.clone(),
         extra: p.extra.clone(),
     }
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/compiletools-otel/semconvcheck/registry"
 )
 
-// printRegistry shows what was read from the package, to see at a glance
+// printRegistry shows what was read from the model, to see at a glance
 // what the checks enforce.
 func printRegistry(w io.Writer, reg *registry.Registry) {
 	fmt.Fprintf(w, "semconv %s, namespaces %s\n", reg.Version, strings.Join(reg.Namespaces, ", "))
@@ -19,13 +19,28 @@ func printRegistry(w io.Writer, reg *registry.Registry) {
 		if len(a.Enum) > 0 {
 			enum = " {" + strings.Join(a.EnumValues(), ", ") + "}"
 		}
-		fmt.Fprintf(w, "attribute %s %s %s %s%s\n", a.Key, a.Type, a.RequirementLevel, a.Stability, enum)
+		deprecated := ""
+		if a.Deprecated != "" {
+			deprecated = " deprecated:" + a.Deprecated
+		}
+		fmt.Fprintf(w, "attribute %s %s %s%s%s\n", a.Key, a.Type, a.Stability, deprecated, enum)
 	}
 	for _, name := range sortedKeys(reg.Metrics) {
 		m := reg.Metrics[name]
-		fmt.Fprintf(w, "metric %s %s %q required [%s] optional [%s]\n", m.Name, m.Instrument, m.Unit,
-			strings.Join(m.Required, ", "), strings.Join(m.Optional, ", "))
+		fmt.Fprintf(w, "metric %s %s %q %s\n", m.Name, m.Instrument, m.Unit, refs(m.Attributes))
 	}
+	for _, id := range sortedKeys(reg.Spans) {
+		s := reg.Spans[id]
+		fmt.Fprintf(w, "span %s %s %s\n", s.ID, s.Kind, refs(s.Attributes))
+	}
+}
+
+func refs(rs []registry.Ref) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.Key + ":" + r.Level
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,9 +1,10 @@
 // Command semconvcheck checks OTLP/JSON files (as the collector's file
 // exporter and ct-otel-dump write them) against the OpenTelemetry
-// semantic-conventions registry of the pinned semconv release, for the
-// cicd, vcs, error and test namespaces.
+// semantic-conventions registry — the pinned copy of its model YAML this
+// module carries (testdata/registry) — for the cicd, vcs, error and test
+// namespaces.
 //
-//	semconvcheck [-closed-enums] [-list-registry] FILE...
+//	semconvcheck [-closed-enums] [-allow FILE] [-registry-dir DIR] [-list-registry] FILE...
 //
 // It prints one line per finding (the same finding at many places once,
 // with its count and first place) and exits 1 when any is an error.
@@ -28,8 +29,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("semconvcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	closedEnums := fs.Bool("closed-enums", false, "a value outside an enum's well-known values is an error, not a warning")
-	listRegistry := fs.Bool("list-registry", false, "print the registry facts read from the semconv package and exit")
-	dir := fs.String("semconv-dir", "", "the semconv package directory (default: semconv/"+registry.SemconvVersion+" of the pinned otel module)")
+	listRegistry := fs.Bool("list-registry", false, "print the registry facts read from the model and exit")
+	dir := fs.String("registry-dir", "", "a registry directory laid out as testdata/registry (VERSION, model/); default: the pinned copy")
+	allowFile := fs.String("allow", "", "documented deviations, one `RULE KEY REASON` a line: reported as allowed, not errors")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,6 +54,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	checker.ClosedEnums = *closedEnums
+	allowances, err := readAllowances(*allowFile, reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "semconvcheck: %s: %v\n", *allowFile, err)
+		return 2
+	}
 	var report report
 	for _, path := range fs.Args() {
 		lines, err := otlp.ReadFile(path)
@@ -60,11 +67,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		for _, line := range lines {
-			report.add(path, checker.Line(line))
+			found := checker.Line(line)
+			check.Apply(allowances, found)
+			report.add(path, found)
 		}
 	}
 	fmt.Fprintf(stdout, "semconv %s: %s\n", reg.Version, report.summary())
 	report.print(stdout)
+	for _, a := range allowances {
+		if a.Used == 0 {
+			fmt.Fprintf(stdout, "note: allowance %s %s was not needed\n", a.Rule, a.Key)
+		}
+	}
 	if report.errors > 0 {
 		return 1
 	}
@@ -73,10 +87,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func loadRegistry(dir string) (*registry.Registry, error) {
 	if dir == "" {
-		var err error
-		if dir, err = registry.Locate(); err != nil {
-			return nil, err
-		}
+		return registry.LoadPinned(namespaces)
 	}
-	return registry.Load(dir, namespaces)
+	return registry.Load(os.DirFS(dir), namespaces)
+}
+
+func readAllowances(path string, reg *registry.Registry) ([]*check.Allowance, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return check.ParseAllowances(f, reg)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,5 +38,25 @@ func TestSameFindingIsOneLineWithCount(t *testing.T) {
 	}
 	if !strings.Contains(lines[0], "2 errors, 0 warnings") {
 		t.Errorf("summary: %q", lines[0])
+	}
+}
+
+func TestAllowedDeviationsDoNotFail(t *testing.T) {
+	allow := filepath.Join(t.TempDir(), "allowed.txt")
+	if err := os.WriteFile(allow, []byte("span-attribute cicd.pipeline.task.run.id documented\nmetric-required cicd.pipeline.name unused\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if got := run([]string{"-allow", allow, testdata("span-attribute.jsonl")}, &stdout, &stderr); got != 0 {
+		t.Fatalf("exit %d\n%s%s", got, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"0 errors, 0 warnings, 1 allowed", "allowed [span-attribute] ", "note: allowance metric-required cicd.pipeline.name was not needed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := run([]string{"-allow", allow, testdata("span-status.jsonl")}, &stdout, &stderr); got != 1 {
+		t.Errorf("an allowance of another rule made span-status pass: exit %d", got)
 	}
 }

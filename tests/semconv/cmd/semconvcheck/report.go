@@ -11,9 +11,9 @@ import (
 // message): a build has hundreds of task spans, and one line per breach
 // with its count reads better than hundreds of equal lines.
 type report struct {
-	groups           []*group
-	byText           map[string]*group
-	errors, warnings int
+	groups                    []*group
+	byText                    map[string]*group
+	errors, warnings, allowed int
 }
 
 type group struct {
@@ -27,9 +27,12 @@ func (r *report) add(path string, fs []check.Finding) {
 		r.byText = map[string]*group{}
 	}
 	for _, f := range fs {
-		if f.Severity == check.Error {
+		switch f.Severity {
+		case check.Error:
 			r.errors++
-		} else {
+		case check.Allowed:
+			r.allowed++
+		default:
 			r.warnings++
 		}
 		text := string(f.Severity) + "\x00" + f.Rule + "\x00" + f.Message
@@ -44,12 +47,13 @@ func (r *report) add(path string, fs []check.Finding) {
 }
 
 func (r *report) summary() string {
-	return fmt.Sprintf("%d errors, %d warnings", r.errors, r.warnings)
+	return fmt.Sprintf("%d errors, %d warnings, %d allowed", r.errors, r.warnings, r.allowed)
 }
 
-// print writes errors before warnings, each in the order first seen.
+// print writes errors, then warnings, then allowed deviations, each in
+// the order first seen.
 func (r *report) print(w io.Writer) {
-	for _, sev := range []check.Severity{check.Error, check.Warning} {
+	for _, sev := range []check.Severity{check.Error, check.Warning, check.Allowed} {
 		for _, g := range r.groups {
 			if g.finding.Severity != sev {
 				continue
