@@ -16,7 +16,7 @@ import (
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
 
-// With metrics_as_spans, a CAS scan is one `ct.cache.snapshot` span (spec
+// With metrics_as_spans, a CAS scan is one `ct.cache.snapshot` span (formats.md
 // §3.6) carrying ct-cache-report's numbers as `ct.cas.<metric>.<kind>`
 // attributes, in kind then metric order, instead of the five gauges.
 func TestCASSnapshotAsSpanCarriesCtCacheReportNumbers(t *testing.T) {
@@ -89,7 +89,7 @@ func TestCASSnapshotAsSpanCarriesCtCacheReportNumbers(t *testing.T) {
 	}
 	var wantKeys []string
 	want := map[string]int64{}
-	for _, kind := range []string{"obj", "exe"} { // spec §3.6 kind order
+	for _, kind := range []string{"obj", "exe"} { // formats.md §3.6 kind order
 		rep := report["cas-"+kind+"dir-report"]
 		for _, k := range metricKeys {
 			jsonKey := k.obj

@@ -306,7 +306,7 @@ func TestCongestionStopsThePollAfterARetryableError(t *testing.T) {
 }
 
 // Another timing.json renamed over a delivered build's (two hosts' builds
-// colliding on a shared parent, spec §1.2) is another build: it is sent,
+// colliding on a shared parent, formats.md §1.2) is another build: it is sent,
 // under its own trace id; the untouched file is never sent twice.
 func TestReplacedTimingJSONUnderTheSameDirectoryIsSentAgain(t *testing.T) {
 	parent := t.TempDir()

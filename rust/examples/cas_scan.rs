@@ -5,7 +5,7 @@
 //! ```
 //!
 //! `report` holds the five numbers under the key names of
-//! `ct-cache-report --json` for that kind (spec §6.7), so a comparison is
+//! `ct-cache-report --json` for that kind (formats.md §6.7), so a comparison is
 //!
 //! ```text
 //! diff <(cas_scan obj CELL | jq -S .report) \

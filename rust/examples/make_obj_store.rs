@@ -1,4 +1,4 @@
-//! Creates a synthetic object CAS cell for benchmarks (spec §6.3 layout).
+//! Creates a synthetic object CAS cell for benchmarks (formats.md §6.3 layout).
 //!
 //! ```text
 //! cargo run --release --example make_obj_store -- <cell> <entries> [--variants-every K] [--no-locks] [--seed S]

@@ -1,5 +1,5 @@
 //! Processes one build once with `process_build` and exits: the process to
-//! put under `/usr/bin/time -v` for the peak RSS of one call (DESIGN §7:
+//! put under `/usr/bin/time -v` for the peak RSS of one call (design.md §7:
 //! ≤ 2× the timing.json), and a way to save the OTLP bytes for comparison.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Deterministic trace and span ids (DESIGN §3).
+//! Deterministic trace and span ids (design.md §3).
 //!
 //! Re-reading the same build must produce byte-identical ids, so that a
 //! backend can deduplicate a build the receiver sent twice (after a crash, a
@@ -35,20 +35,20 @@
 //! `00 00 00 00 00 00 00 08 | 00 00 00 04 | 00 00 00 02`.
 //!
 //! **snapshot span_id** (8 bytes) of the `ct.ccache.snapshot` span that
-//! metrics-as-spans puts into a build's trace (DESIGN §2 fix 7) = the first
+//! metrics-as-spans puts into a build's trace (design.md §2 fix 7) = the first
 //! 8 bytes of `SHA-256(field("ctotel/v1/ccache-snapshot") ‖ field(trace_id))`.
 //! Its own domain tag keeps it apart from every event's span id whatever
 //! the tree looks like (no index path is reserved for it).
 //!
 //! **CAS snapshot ids** (`trace_id`, `span_id`) of the `ct.cache.snapshot`
-//! span of one CAS scan (metrics-as-spans, spec §3.6), which is alone in a
+//! span of one CAS scan (metrics-as-spans, formats.md §3.6), which is alone in a
 //! trace of its own: both come from one digest,
 //! `SHA-256(field("ctotel/v1/cas-snapshot") ‖ field(host.name) ‖ field(cells) ‖ field(time))`,
 //! **trace_id** = its first 16 bytes, **span_id** = its first 8 bytes (the
 //! span id is the first half of the trace id; OTLP keeps the two id spaces
 //! apart, and the trace holds exactly one span), where
 //! * `host.name` is the resource `host.name` as UTF-8;
-//! * `cells` are the cell paths of the stores in the snapshot, in spec §3.6
+//! * `cells` are the cell paths of the stores in the snapshot, in formats.md §3.6
 //!   kind order (obj, pch, pcm, exe), as raw OS bytes, joined with one NUL
 //!   byte (a byte no path can contain, so the join is unambiguous);
 //! * `time` is the scan time in Unix nanoseconds as a decimal ASCII number,
@@ -97,7 +97,7 @@ pub(crate) fn canonical_dir(dir: &Path) -> PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
-/// The directory name, which is the invocation id (spec §1.2).
+/// The directory name, which is the invocation id (formats.md §1.2).
 pub(crate) fn invocation_id(dir: &Path) -> String {
     dir.file_name()
         .map(|n| n.to_string_lossy().into_owned())

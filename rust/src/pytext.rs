@@ -1,4 +1,4 @@
-//! The Python text semantics compiletools' own parsers rely on (spec §8
+//! The Python text semantics compiletools' own parsers rely on (formats.md §8
 //! item 25), so that the statslog and `rule_outcomes.log` readers count and
 //! reject exactly the lines compiletools does.
 //!

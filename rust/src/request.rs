@@ -165,7 +165,7 @@ pub struct CasCell {
     pub path: PathBuf,
     /// Configured explicitly: a missing cell reports zeros (ct-cache-report
     /// with the store named on its command line). Otherwise a missing cell
-    /// is left out (spec §6.8).
+    /// is left out (formats.md §6.8).
     pub explicit: bool,
 }
 

@@ -461,7 +461,7 @@ fn an_in_place_rewrite_in_an_old_shard_is_not_seen() {
     f.rescan("after clear");
 }
 
-/// A bucket key in several shards (the shard is not cross-checked, spec §8
+/// A bucket key in several shards (the shard is not cross-checked, formats.md §8
 /// item 23) is one group, whichever of its shards come from the cache.
 #[test]
 fn a_key_in_several_shards_is_one_group() {

@@ -1,6 +1,6 @@
 //! Differential test against the real `ct-cache-report` (compiletools
 //! 13.1.4): the zoo stores of `cas_support::zoo` hold every edge case of
-//! spec §6 that compiletools survives, and both must give the same five
+//! formats.md §6 that compiletools survives, and both must give the same five
 //! numbers per kind; the manifests that crash compiletools must crash it
 //! (and not us); the one judgement-call deviation (numeric pch/pcm keys)
 //! must differ exactly as documented. Symlinked manifests are the other
@@ -58,7 +58,7 @@ fn flag(kind: CasKind) -> &'static str {
 
 /// Runs `ct-cache-report --json` on `cells` from `cwd` (outside any git
 /// work tree). Cells end in `/<VARIANT>` so that compiletools keeps them
-/// as given (spec §6.1 step 4). `Err(stderr)` when it fails.
+/// as given (formats.md §6.1 step 4). `Err(stderr)` when it fails.
 fn run(tool: &Path, cwd: &Path, cells: &[(CasKind, &Path)]) -> Result<Value, String> {
     let mut cmd = Command::new(tool);
     cmd.current_dir(cwd)

@@ -1,4 +1,4 @@
-//! Hand-made stores for the rules and edge cases of spec §6.2–§6.8, each
+//! Hand-made stores for the rules and edge cases of formats.md §6.2–§6.8, each
 //! with exact expected numbers. Where the scan deliberately differs from
 //! compiletools, the test says what compiletools does.
 
@@ -139,7 +139,7 @@ fn cancelled_token_stops_the_scan() {
 
 #[test]
 fn obj_three_variant_group_and_basename_not_in_key() {
-    // spec §6.7 example: sizes 100, 150, 120 → wasted 270.
+    // formats.md §6.7 example: sizes 100, 150, 120 → wasted 270.
     let c = Cell::new();
     touch(&c.p(&format!("0d/{}", obj("foo", F1, D1, M1))), 100);
     touch(&c.p(&format!("0d/{}", obj("foo", F1, D1, M2))), 150);
@@ -245,7 +245,7 @@ fn obj_symlink_in_shard_counts_target_size_broken_one_skipped() {
 #[test]
 fn obj_directory_named_like_an_object_counts_with_its_size() {
     // Decision: parity. compiletools counts it with the directory's st_size
-    // (spec §6.8 allows ignoring it; DESIGN §5 asks for identical numbers).
+    // (formats.md §6.8 allows ignoring it; design.md §5 asks for identical numbers).
     // It is counted in `obj_directories_counted` and warned about.
     let c = Cell::new();
     let dir = c.p(&format!("0d/{}", obj("weird", F1, D1, M1)));
@@ -321,7 +321,7 @@ fn pch_entry_rules_and_grouping() {
     assert_eq!(s.anomalies.manifests_missing, 1);
 }
 
-/// Manifest variants of spec §6.8 → (content, counter it must bump).
+/// Manifest variants of formats.md §6.8 → (content, counter it must bump).
 fn broken_manifests(field: &str) -> Vec<(Vec<u8>, &'static str)> {
     vec![
         (b"{not json".to_vec(), "manifests_invalid"),
@@ -399,7 +399,7 @@ fn pch_and_pcm_broken_manifests_fall_back_to_unknown_keys() {
 #[test]
 fn pch_numeric_keys_are_not_grouped_unlike_compiletools() {
     // compiletools would use 5 verbatim as the key of both entries (one
-    // bucket, one duplicate group, wasted 100); spec §6.8 leaves it to
+    // bucket, one duplicate group, wasted 100); formats.md §6.8 leaves it to
     // judgement and we treat non-strings as missing: two unknown buckets.
     let c = Cell::new();
     for d in ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"] {
@@ -460,7 +460,7 @@ fn exe_manifest(source: &str) -> Vec<u8> {
 
 #[test]
 fn exe_link_key_variants_spec_example() {
-    // spec §6.7: two link-key variants of one executable, 1000 and 1100.
+    // formats.md §6.7: two link-key variants of one executable, 1000 and 1100.
     let c = Cell::new();
     for (lk, size) in [(LK1, 1000), (LK2, 1100)] {
         let e = c.p(&format!("{}/main_{lk}.exe", &lk[..2]));
@@ -538,7 +538,7 @@ fn exe_symlinks_are_ignored() {
 #[test]
 fn exe_broken_manifests_fall_back_to_unknown_keys() {
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (b"".to_vec(), "manifests_invalid"), // torn write (spec §6.6)
+        (b"".to_vec(), "manifests_invalid"), // torn write (formats.md §6.6)
         (b"{\"source_realpath\": \"/p/ma".to_vec(), "manifests_invalid"),
         (b"null".to_vec(), "manifests_invalid"),
         (b"[1]".to_vec(), "manifests_crash_compat"),

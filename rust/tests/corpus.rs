@@ -440,7 +440,7 @@ fn helper_detects_snapshot_differences() {
 }
 
 /// The one tolerated span difference: a reference rule outside the root
-/// window ±1 s, which we skip as unanchored (DESIGN §2 fix 3).
+/// window ±1 s, which we skip as unanchored (design.md §2 fix 3).
 #[test]
 fn helper_tolerates_only_documented_unanchored_rules() {
     use common::reference::{compare, compare_tallied, decode_ours, load_reference, request_for, Expect};

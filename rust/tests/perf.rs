@@ -1,5 +1,5 @@
 //! Rough timing of timing.json → OTLP trace bytes on a large synthetic
-//! build (DESIGN §7 target: 100k rules in ≤ 150 ms, peak RSS ≤ 2× the file).
+//! build (design.md §7 target: 100k rules in ≤ 150 ms, peak RSS ≤ 2× the file).
 //! Not a benchmark harness and not asserted; run it on demand:
 //!
 //! ```sh

@@ -1,5 +1,5 @@
-//! Property tests of the side-file parsers: the ccache statslog (spec §4.3)
-//! and `rule_outcomes.log` (spec §5.3).
+//! Property tests of the side-file parsers: the ccache statslog (formats.md §4.3)
+//! and `rule_outcomes.log` (formats.md §5.3).
 //!
 //! * Arbitrary bytes: neither parser panics; `statslog::parse` and
 //!   `parse_counts` agree on the counts.

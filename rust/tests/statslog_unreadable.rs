@@ -1,6 +1,6 @@
 //! An unreadable ccache statslog, through `process_build`: the build still
 //! goes out, without ccache data, and one warning names the file and the
-//! permission error (spec §4.3: a statslog never fails a build, but losing
+//! permission error (formats.md §4.3: a statslog never fails a build, but losing
 //! one the receiver was told about is worth a line).
 
 use crate::common;

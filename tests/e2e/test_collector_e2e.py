@@ -2,7 +2,7 @@
 
 Expected values come from the corpus: the span set ct-cake's own exporter
 sent for the same build (reference/001-traces.pb), which the design requires
-us to reproduce (DESIGN §2) for builds without unanchored rules.
+us to reproduce (design.md §2) for builds without unanchored rules.
 """
 
 import time

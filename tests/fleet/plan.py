@@ -3,7 +3,7 @@ each staged ahead of time and published into a host's diagnostics tree by
 one rename, as ct-cake finishes a build.
 
 A build's identity is where it lands: the trace id hashes the host name,
-the invocation directory and the timing.json timestamp (DESIGN §3), so
+the invocation directory and the timing.json timestamp (design.md §3), so
 copies of one timing.json on different hosts or under different names are
 different builds.
 """

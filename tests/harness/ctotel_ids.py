@@ -1,5 +1,5 @@
 """The deterministic ctotel/v1 id scheme (README "Deterministic IDs",
-DESIGN §3), computed independently of the receiver: realbuilds/compare.py
+design.md §3), computed independently of the receiver: realbuilds/compare.py
 judges our ids with it, the pipeline suite predicts a build's trace id."""
 
 import hashlib

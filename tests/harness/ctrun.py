@@ -6,7 +6,7 @@
   user-level ct.conf applies.
 * The compiletools venv's bin/ first on PATH (ct-cake, ct-lock-helper).
   "no flock": PATH holds every system executable except flock(1), so the
-  make/ninja backends route rules through ct-lock-helper (spec §5.1).
+  make/ninja backends route rules through ct-lock-helper (formats.md §5.1).
 * `--otel-export --otel-protocol=http` to an OtlpSink (the reference; it keeps every body as sent).
 * A watcher thread hard-links the transient `ccache.statslog` and
   `rule_outcomes.log` of the invocation directory the moment they appear

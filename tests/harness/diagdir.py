@@ -3,7 +3,7 @@
 A build appears in one step: it is assembled in a staging directory next to
 the watched one and renamed into place (same file system, so atomic). The
 receiver therefore never sees a half-copied build, just as ct-cake's
-timing.json appears by atomic rename (spec §1.5).
+timing.json appears by atomic rename (formats.md §1.5).
 """
 
 import os

@@ -11,7 +11,7 @@ from pathlib import Path
 from . import otlp
 
 REPO = Path(__file__).resolve().parents[2]
-INVOCATION_ID = re.compile(r"^\d{8}T\d{6}-\d+$")  # spec §1.2
+INVOCATION_ID = re.compile(r"^\d{8}T\d{6}-\d+$")  # formats.md §1.2
 
 
 def corpus_dir():
@@ -48,7 +48,7 @@ def timing_event_count(timing_path):
     """Events in a timing.json (root + every phase and rule, recursively).
 
     Used to check that a reference is complete: ct-cake drops spans on big
-    builds (spec §3.3), and such a reference must not define "expected".
+    builds (formats.md §3.3), and such a reference must not define "expected".
     """
     doc = json.loads(Path(timing_path).read_text())
 

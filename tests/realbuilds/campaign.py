@@ -93,7 +93,7 @@ class Campaign:
 
     def build_graph_mappings(self, scs):
         """Where ct-cake (run in the workspace) writes the dependency graph:
-        build.ninja in its cwd, the Makefile in bin/<variant>/ (spec §1.6)."""
+        build.ninja in its cwd, the Makefile in bin/<variant>/ (formats.md §1.6)."""
         files = {"ninja": "build.ninja", "make": os.path.join("bin", "{variant}", "Makefile")}
         return [(os.path.join(self.diag_parent(s), "*"), os.path.join(self.ws(s), files[s.backend]))
                 for s in scs if s.backend in files]

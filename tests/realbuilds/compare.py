@@ -31,7 +31,7 @@ import sys
 from collections import Counter, defaultdict, namedtuple
 
 from harness import otlp  # decoding with the real OTLP classes
-# The deterministic id scheme (README "Deterministic IDs", DESIGN §3).
+# The deterministic id scheme (README "Deterministic IDs", design.md §3).
 from harness.ctotel_ids import expected_span_id, expected_trace_id
 
 # ---------------------------------------------------------------------------
@@ -39,75 +39,75 @@ from harness.ctotel_ids import expected_span_id, expected_trace_id
 # else may differ. Each entry: (id, where it is decided, what differs, how the
 # comparison below treats it). The code refers to entries by id (`_INTENDED`).
 INTENDED_DIFFERENCES = (
-    # DESIGN.md §2 fix 1 "Nothing dropped": ct-cake's BatchSpanProcessor
-    # drops spans above ~2k per build (spec §3.3); we deliver every anchored
+    # design.md §2 fix 1 "Nothing dropped": ct-cake's BatchSpanProcessor
+    # drops spans above ~2k per build (formats.md §3.3); we deliver every anchored
     # event of timing.json.
-    ("nothing_dropped", "DESIGN §2 fix 1",
+    ("nothing_dropped", "design.md §2 fix 1",
      "the reference may lack spans of a big build",
      "ours must hold one span per anchored timing.json event; a span missing from the "
      "reference is tolerated only when the reference has fewer spans than that"),
-    # DESIGN.md §2 fix 2 "Root aggregates recomputed": timing.json never
+    # design.md §2 fix 2 "Root aggregates recomputed": timing.json never
     # stores root metadata; we recompute ct.build.* and ct.ccache.* from the
     # rules and the statslog we hold. Same formulas, so the same values.
-    ("root_aggregates_recomputed", "DESIGN §2 fix 2",
+    ("root_aggregates_recomputed", "design.md §2 fix 2",
      "our root ct.build.* / ct.ccache.* come from a recomputation, not from ct-cake's memory",
      "no relaxation: the values must be equal to ct-cake's"),
-    # DESIGN.md §2 fix 3 "Time": we anchor wall time at the build's end
+    # design.md §2 fix 3 "Time": we anchor wall time at the build's end
     # (`timestamp`), ct-cake at BuildTimer creation; every span of a build
-    # differs by the same stamping delay δ (spec §2.8: the time ct-cake took
+    # differs by the same stamping delay δ (formats.md §2.8: the time ct-cake took
     # between stamping the root end and reading the wall clock; ~6 µs, more
     # when ct-cake is descheduled then, as on a loaded machine) plus ct-cake's
     # 256 ns quantisation.
-    ("time_anchored_at_end", "DESIGN §2 fix 3",
+    ("time_anchored_at_end", "design.md §2 fix 3",
      "span start/end differ by δ, the same for every span of a build",
      "our root must end at timing.json's `timestamp` (1 µs); δ = our root start minus the "
      "reference's must lie in [-(TIME_RESIDUAL_NS + CLOCK_SLEW_PPM × the build's duration), "
      "STAMPING_DELAY_MAX_NS]; every span time must "
      "equal the reference's + δ within TIME_RESIDUAL_NS"),
-    # DESIGN.md §2 fix 4 "Metrics sent once": ct-cake flushes and shuts its
-    # reader down, so every metric snapshot arrives twice (spec §3.5).
-    ("metrics_sent_once", "DESIGN §2 fix 4",
+    # design.md §2 fix 4 "Metrics sent once": ct-cake flushes and shuts its
+    # reader down, so every metric snapshot arrives twice (formats.md §3.5).
+    ("metrics_sent_once", "design.md §2 fix 4",
      "the reference holds each ccache metric snapshot twice",
      "ours must hold exactly one snapshot; it is compared with the reference's first"),
-    # DESIGN.md §2 "ccache metrics": start time = build start, time = build
+    # design.md §2 "ccache metrics": start time = build start, time = build
     # end; ct-cake stamps the moment of export (and each send differently).
-    ("metric_timestamps_are_build_bounds", "DESIGN §2 ccache metrics",
+    ("metric_timestamps_are_build_bounds", "design.md §2 ccache metrics",
      "metric data point timestamps",
      "not compared with the reference; ours must equal our root span's start / end "
      "(a gauge point may leave its start at 0, as ct-cake's do)"),
-    # DESIGN.md §2 fix 5 / §3 "Deterministic IDs": our trace and span ids are
+    # design.md §2 fix 5 / §3 "Deterministic IDs": our trace and span ids are
     # SHA-256 derived (scheme ctotel/v1), ct-cake's are random.
-    ("deterministic_ids", "DESIGN §2 fix 5, §3",
+    ("deterministic_ids", "design.md §2 fix 5, §3",
      "trace_id / span_id / parent_span_id values",
      "spans are matched by (name, ct.target) and parent structure, never by id; our ids "
      "are checked against the ctotel/v1 scheme instead"),
-    # DESIGN.md §2 fix 6 "Lenient decoding": lone-surrogate escapes and
+    # design.md §2 fix 6 "Lenient decoding": lone-surrogate escapes and
     # invalid UTF-8 in timing.json become U+FFFD in our strings.
-    ("lenient_decoding", "DESIGN §2 fix 6",
+    ("lenient_decoding", "design.md §2 fix 6",
      "string values where the input held an undecodable sequence",
      "a string is equal if it matches after replacing lone surrogates by U+FFFD"),
-    # DESIGN.md §2 fix 7 "metrics-as-spans": our ct.ccache.snapshot span is a
+    # design.md §2 fix 7 "metrics-as-spans": our ct.ccache.snapshot span is a
     # child of the build's root span, timed at the build's end; ct-cake's is
     # the root of a trace of its own, timed at export, with the metrics
     # resource (ct.invocation_id = root trace id).
-    ("metrics_as_spans_placement", "DESIGN §2 fix 7",
+    ("metrics_as_spans_placement", "design.md §2 fix 7",
      "parent, trace, resource and times of ct.ccache.snapshot",
      "attributes and scope compared; ours must be a child of our root, ending at its end"),
-    # DESIGN.md §2 "Per-TU ccache attribution": where a compile rule's source
+    # design.md §2 "Per-TU ccache attribution": where a compile rule's source
     # matches a statslog block we set ct.rule.cache_layer = ccache (direct or
     # preprocessed hit) / compiled (miss) and ct.ccache.outcome = the primary
-    # event; ct-cake always leaves `other` (spec §2.6).
-    ("per_tu_cache_layer", "DESIGN §2 per-TU ccache attribution",
+    # event; ct-cake always leaves `other` (formats.md §2.6).
+    ("per_tu_cache_layer", "design.md §2 per-TU ccache attribution",
      "ct.rule.cache_layer and ct.ccache.outcome on compile rules",
      "where the reference says `other`, ours must carry exactly what the last statslog "
      "block (captured by the harness) for that source says; elsewhere equal"),
-    # DESIGN.md §2 "ccache metrics": resource as the trace, with
+    # design.md §2 "ccache metrics": resource as the trace, with
     # ct.invocation_id = the trace id in hex. Each side uses its own trace id.
-    ("metrics_invocation_id_is_trace_id", "DESIGN §2 ccache metrics",
+    ("metrics_invocation_id_is_trace_id", "design.md §2 ccache metrics",
      "ct.invocation_id on the metrics resource",
      "ours must be our build trace's id, the reference's ct-cake's root trace id"),
     # Not build data: the Python SDK describes itself (telemetry.sdk.*).
-    ("telemetry_sdk_resource", "spec §3.1",
+    ("telemetry_sdk_resource", "formats.md §3.1",
      "telemetry.sdk.* resource attributes (added by ct-cake's SDK)",
      "ignored on both sides"),
     # Not build data: OTLP Span.flags bits 8-9 (HAS_IS_REMOTE / IS_REMOTE)
@@ -152,7 +152,7 @@ STAMPING_DELAY_MAX_NS = 10_000_000  # time_anchored_at_end: largest δ (a desche
 # time_anchored_at_end: the wall clock may run slower than the monotonic one
 # between the build's start (ct-cake's anchor) and its end (ours) — NTP
 # slewing, or a VM's clock being corrected, by at most the kernel's maximum
-# slew of 500 ppm (spec §2.8) — which shifts our anchor *earlier* by up to
+# slew of 500 ppm (formats.md §2.8) — which shifts our anchor *earlier* by up to
 # that rate × the build's duration. Measured here: −19.7 µs on a ~12 s
 # ninja build under load.
 CLOCK_SLEW_PPM = 500
@@ -173,7 +173,7 @@ SEMCONV_SPAN_KEYS = SEMCONV_ROOT_KEYS + SEMCONV_RULE_KEYS
 SEMCONV_RESOURCE_KEYS = ("cicd.pipeline.name", "cicd.pipeline.run.id", "cicd.worker.id", "cicd.worker.name",
                          "vcs.repository.url.full", "vcs.provider.name", "vcs.ref.head.name",
                          "vcs.ref.head.type", "vcs.ref.head.revision")
-# Clock resolution the critical path tolerates (spec §2.4: ninja logs ms).
+# Clock resolution the critical path tolerates (formats.md §2.4: ninja logs ms).
 PATH_TOLERANCE_NS = {"ninja": 1_000_000}
 PATH_TOLERANCE_DEFAULT_NS = 1_000
 ROOT = "compiletools.build"
@@ -291,7 +291,7 @@ def timing_paths(doc):
 
 
 def anchored_event_count(doc):
-    """Spans a complete export of this timing.json has (DESIGN §2 fix 3 skips)."""
+    """Spans a complete export of this timing.json has (design.md §2 fix 3 skips)."""
     start = float(doc.get("start_s") or 0.0)
     end = start + float(doc.get("total_elapsed_s") or 0.0)
 
@@ -313,7 +313,7 @@ def anchored_event_count(doc):
 
 
 # ---------------------------------------------------------------------------
-# statslog ground truth (spec §4.2/§4.3, blocks by `# <source>` header)
+# statslog ground truth (formats.md §4.2/§4.3, blocks by `# <source>` header)
 
 _PY_WS = re.compile(r"[\s\x1c-\x1f\x85\xa0]")
 

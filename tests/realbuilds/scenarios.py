@@ -20,7 +20,7 @@ Statslog modes:
 
 `flock` hidden from PATH ("lockhelper") makes the make/ninja backends run
 every compile/link through ct-lock-helper, the only local-disk path that
-writes the transient rule_outcomes.log (spec §5.1) -- also captured live.
+writes the transient rule_outcomes.log (formats.md §5.1) -- also captured live.
 
 The default matrix is sized for `make test` on 2 cores (~20 builds of a
 9-TU project, one of them with metrics as spans); CT_REALBUILDS_FULL=1 (`make e2e-full`) runs every kind in

@@ -5,7 +5,7 @@ seed 1), and is checked to be valid for compiletools itself
 (BuildTimer.from_json in the compiletools venv). Then:
 
 * ours: the collector (start_at: beginning) must deliver rules + phases + 1
-  spans, each exactly once, in one trace (DESIGN §2 fix 1);
+  spans, each exactly once, in one trace (design.md §2 fix 1);
 * ct-cake: compiletools' own export path for the same file
   (export_buildtimer with its production BatchSpanProcessor + OTLP/HTTP, as
   corpus/perf.md measures) to a local sink. How many spans it delivers is

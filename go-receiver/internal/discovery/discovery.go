@@ -90,7 +90,7 @@ var ErrSymlink = errors.New("a symbolic link; not followed out of the include ro
 // directory handled before, the timing.json it was handled with. Such a
 // directory is recorded in Seen and otherwise returned only as a finished
 // build whose timing.json is another file now (two hosts' builds colliding
-// on one shared parent, spec §1.2); it is never a running build or a
+// on one shared parent, formats.md §1.2); it is never a running build or a
 // problem again, and its timing.json is stat'ed but never read.
 func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 	s := Scan{Seen: map[string]struct{}{}}

@@ -140,7 +140,7 @@ func TestSettledBuildIsReturnedAgainOnlyWithAnotherTimingJSON(t *testing.T) {
 	settled := settledWith(map[string]FileID{
 		same: fileID(t, same), replaced: fileID(t, replaced), gone: fileID(t, gone), unreadable: fileID(t, unreadable),
 	})
-	// Another build's timing.json renamed over the first one (spec §1.2).
+	// Another build's timing.json renamed over the first one (formats.md §1.2).
 	tmp := filepath.Join(replaced, ".tmp.timing.json")
 	if err := os.WriteFile(tmp, []byte(`{"timestamp": "later"}`), 0o644); err != nil {
 		t.Fatal(err)

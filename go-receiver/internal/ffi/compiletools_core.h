@@ -99,7 +99,7 @@
 
 /**
  * A kind of CAS store. The declaration order is the order compiletools
- * uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
+ * uses everywhere it lists kinds (formats.md §3.6: obj, pch, pcm, exe), and the
  * derived `Ord` follows it. The discriminants are the C ABI's numbers:
  * never renumber one.
  */
@@ -109,19 +109,19 @@ enum CtCasKind
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * Object files (`cas-objdir`, spec §6.3).
+   * Object files (`cas-objdir`, formats.md §6.3).
    */
   CT_CAS_KIND_OBJ = 0,
   /**
-   * Precompiled headers (`cas-pchdir`, spec §6.4).
+   * Precompiled headers (`cas-pchdir`, formats.md §6.4).
    */
   CT_CAS_KIND_PCH = 1,
   /**
-   * C++20 module / header-unit BMIs (`cas-pcmdir`, spec §6.5).
+   * C++20 module / header-unit BMIs (`cas-pcmdir`, formats.md §6.5).
    */
   CT_CAS_KIND_PCM = 2,
   /**
-   * Linked executables and libraries (`cas-exedir`, spec §6.6).
+   * Linked executables and libraries (`cas-exedir`, formats.md §6.6).
    */
   CT_CAS_KIND_EXE = 3,
 };

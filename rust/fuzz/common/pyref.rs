@@ -1,5 +1,5 @@
 //! Independent reference models of compiletools' Python line parsing
-//! (spec §4.3, §5.3), written from the spec and CPython 3.11's behaviour,
+//! (formats.md §4.3, §5.3), written from the spec and CPython 3.11's behaviour,
 //! not from the core's `pytext` module, for differential fuzzing.
 
 #![allow(dead_code)] // each target uses a part

@@ -8,7 +8,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
-/// 2000-01-01T00:00:00Z: no span may start before it (DESIGN §2 fix 3).
+/// 2000-01-01T00:00:00Z: no span may start before it (design.md §2 fix 3).
 const Y2000_UNIX_NS: u64 = 946_684_800_000_000_000;
 
 /// `bytes` decode as one `ExportTraceServiceRequest` holding `spans` spans of

@@ -1,4 +1,4 @@
-//! The `rule_outcomes.log` parser (spec §5.3) on arbitrary bytes: never
+//! The `rule_outcomes.log` parser (formats.md §5.3) on arbitrary bytes: never
 //! panics, and for ASCII input agrees record for record (last wins, skipped
 //! line count) with an independent model of compiletools' Python parser
 //! and of CPython's `int()` (`common/pyref.rs`).

@@ -1,4 +1,4 @@
-//! The ccache statslog parser (spec §4.3) on arbitrary bytes: never panics;
+//! The ccache statslog parser (formats.md §4.3) on arbitrary bytes: never panics;
 //! `parse` and `parse_counts` agree on the counts; the counts equal an
 //! independent model of compiletools' Python loop (`common/pyref.rs`); the
 //! blocks and the summary are consistent with the counts.

@@ -1,6 +1,6 @@
 //! The critical path, estimated from timing alone.
 //!
-//! `timing.json` has no dependency edges (spec §2), so the path is guessed
+//! `timing.json` has no dependency edges (formats.md §2), so the path is guessed
 //! the way one reads a build timeline: start from the rule that finished
 //! last; its predecessor is the rule that finished latest at or before the
 //! current rule's start (give or take the backend's clock resolution),
@@ -20,7 +20,7 @@
 
 use super::order::EndKey;
 
-/// Clock resolution of the rule times of a backend, ns (spec §2.4): ninja
+/// Clock resolution of the rule times of a backend, ns (formats.md §2.4): ninja
 /// logs whole milliseconds; shake and make measure microseconds, which is
 /// also the resolution of every time in the file (6 decimals).
 pub fn clock_resolution_ns(backend: &str) -> i64 {

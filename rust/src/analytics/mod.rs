@@ -8,7 +8,7 @@
 //!
 //! Which rules count: exactly the rules that become rule spans and are
 //! reached through phases — the rules of every phase and sub-phase, and
-//! rules sitting directly under the root, when anchored (spec §2.9).
+//! rules sitting directly under the root, when anchored (formats.md §2.9).
 //! Unanchored rules are skipped as the trace skips them: their times are
 //! not on the build's clock. A rule's `children` (never written by
 //! compiletools 13.1.x) are steps of their parent rule, not jobs of the
@@ -226,7 +226,7 @@ pub fn analyze_with(
 }
 
 /// The graph node of each counted rule, by the rule's `target` (the output
-/// path exactly as the backend knows it, spec §2.3), which some statement
+/// path exactly as the backend knows it, formats.md §2.3), which some statement
 /// of the graph must build.
 #[derive(Default)]
 struct Nodes {

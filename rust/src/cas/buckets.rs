@@ -1,4 +1,4 @@
-//! Grouping entries by bucket key (spec §6.2, identical for every kind).
+//! Grouping entries by bucket key (formats.md §6.2, identical for every kind).
 //!
 //! Only per-bucket aggregates are kept (count, sum, min), never a list of
 //! entries, so memory grows with the number of distinct keys, not with the
@@ -25,7 +25,7 @@ impl Bucket {
     }
 }
 
-/// The five numbers of spec §6.7.
+/// The five numbers of formats.md §6.7.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Totals {
     pub total_bytes: u64,
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn spec_example_three_variants() {
-        // spec §6.7: one object group with sizes 100, 150, 120.
+        // formats.md §6.7: one object group with sizes 100, 150, 120.
         let mut t = BucketTable::default();
         for size in [100, 150, 120] {
             t.add("foo", size);

@@ -37,7 +37,7 @@
 //! What cannot be noticed: a regular entry rewritten in place (`truncate`,
 //! an editor saving over it, a second hard link written to) leaves the
 //! shard directory untouched, so its old size is reused until the shard
-//! changes. compiletools never does this (spec §6.8: artefacts appear by
+//! changes. compiletools never does this (formats.md §6.8: artefacts appear by
 //! rename). Nor can a shard be told apart whose mtime was set back to the
 //! recorded value (`tar x`, `rsync -a` over it) within the same ctime tick
 //! as the change — impossible with the nanosecond ctime of ext4, xfs,
@@ -78,7 +78,7 @@
 //!
 //! The bucket key is (`file_hash`, `dep_hash`) and compiletools puts an
 //! object in the shard named after `file_hash[..2]`, but the shard is never
-//! cross-checked (spec §8 item 23): a key may appear in several shards.
+//! cross-checked (formats.md §8 item 23): a key may appear in several shards.
 //! A key whose first two hex digits are the shard's exact name is *home*
 //! there, and can be home in one shard only, so shards holding only home
 //! keys have disjoint keys and their five numbers simply add up. As soon as

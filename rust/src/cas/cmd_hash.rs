@@ -1,4 +1,4 @@
-//! The command-hash stores, pch and pcm (spec §6.4, §6.5): every real
+//! The command-hash stores, pch and pcm (formats.md §6.4, §6.5): every real
 //! `<cell>/<16 hex>/` directory is one entry, whatever it holds.
 
 use std::os::unix::ffi::OsStrExt;

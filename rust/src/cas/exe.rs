@@ -1,4 +1,4 @@
-//! The linked-artefact store (spec §6.6):
+//! The linked-artefact store (formats.md §6.6):
 //! `<cell>/<2 hex>/<basename>_<link_key>{.exe,.a,.so}`, bucket key
 //! (`source_realpath` from `<entry>.manifest` or `<unknown:<basename>:<suffix>>`,
 //! suffix).

@@ -1,4 +1,4 @@
-//! The four kinds of CAS store (spec §6.1).
+//! The four kinds of CAS store (formats.md §6.1).
 //!
 //! This enum is the one definition of the kinds: cbindgen exports it to the
 //! C header as `CtCasKind` (`CT_CAS_KIND_OBJ` … `CT_CAS_KIND_EXE`), the
@@ -8,19 +8,19 @@
 use std::fmt;
 
 /// A kind of CAS store. The declaration order is the order compiletools
-/// uses everywhere it lists kinds (spec §3.6: obj, pch, pcm, exe), and the
+/// uses everywhere it lists kinds (formats.md §3.6: obj, pch, pcm, exe), and the
 /// derived `Ord` follows it. The discriminants are the C ABI's numbers:
 /// never renumber one.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CasKind {
-    /// Object files (`cas-objdir`, spec §6.3).
+    /// Object files (`cas-objdir`, formats.md §6.3).
     Obj = 0,
-    /// Precompiled headers (`cas-pchdir`, spec §6.4).
+    /// Precompiled headers (`cas-pchdir`, formats.md §6.4).
     Pch = 1,
-    /// C++20 module / header-unit BMIs (`cas-pcmdir`, spec §6.5).
+    /// C++20 module / header-unit BMIs (`cas-pcmdir`, formats.md §6.5).
     Pcm = 2,
-    /// Linked executables and libraries (`cas-exedir`, spec §6.6).
+    /// Linked executables and libraries (`cas-exedir`, formats.md §6.6).
     Exe = 3,
 }
 

@@ -1,5 +1,5 @@
 //! Reading the bucket key out of a manifest (pch/pcm `manifest.json`, exe
-//! `<entry>.manifest`; spec §6.4–§6.6, §6.8).
+//! `<entry>.manifest`; formats.md §6.4–§6.6, §6.8).
 //!
 //! compiletools does `json.load(open(path))` and catches only `OSError` and
 //! `JSONDecodeError`; it then calls `.get(field)` on whatever came out. So:
@@ -12,7 +12,7 @@
 //! | invalid UTF-8 | crash (`UnicodeDecodeError`) | unknown key, counted |
 //! | top level not an object (`[1]`, `5`, `"x"`, `true`) | crash (`AttributeError`) | unknown key, counted |
 //! | pch/pcm field a non-empty array/object | crash (unhashable) | unknown key, counted |
-//! | pch/pcm field a truthy number / `true` | used verbatim as key | unknown key, counted (spec §6.8 judgement call) |
+//! | pch/pcm field a truthy number / `true` | used verbatim as key | unknown key, counted (formats.md §6.8 judgement call) |
 //! | exe field any non-string | unknown key | same |
 //! | FIFO / device, or larger than the limit | blocks / reads it all | not read, unknown key, counted |
 //!

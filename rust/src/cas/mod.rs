@@ -1,16 +1,16 @@
-//! CAS store health (DESIGN §5, spec §6): scanning one cell of an obj, pch,
+//! CAS store health (design.md §5, formats.md §6): scanning one cell of an obj, pch,
 //! pcm or exe store the way `ct-cache-report` does. The numbers become OTLP
 //! gauges or a `ct.cache.snapshot` span in `crate::otlp::cas`.
 //!
 //! # Parity
 //!
 //! The five numbers equal `ct-cache-report --json` on the same store; the
-//! layouts, name filters, size rules and bucket keys of spec §6.2–§6.6 are
+//! layouts, name filters, size rules and bucket keys of formats.md §6.2–§6.6 are
 //! implemented per kind in `obj`, `cmd_hash` (pch and pcm) and `exe`, down
 //! to Python quirks that change counts (see `names`); the differential test
 //! `rust/tests/cas_differential.rs` checks them against the real tool
 //! (`CT_CACHE_REPORT=…`). Where compiletools
-//! crashes (spec §6.8) the scan counts the anomaly and continues; every
+//! crashes (formats.md §6.8) the scan counts the anomaly and continues; every
 //! deliberate difference is listed here:
 //!
 //! * manifests that would crash compiletools (invalid UTF-8, not an object,
@@ -22,9 +22,9 @@
 //!   all-zero store (compiletools prints zeros);
 //! * a cell path that exists but is not a directory, or is missing, gives
 //!   `exists = false` (compiletools: not scanned in default scope, zeros
-//!   when requested explicitly — the caller's choice, spec §6.8).
+//!   when requested explicitly — the caller's choice, formats.md §6.8).
 //!
-//! Kept for parity although odd (spec §6.8, §8 item 22): obj entries that
+//! Kept for parity although odd (formats.md §6.8, §8 item 22): obj entries that
 //! are symlinks count with their target's size and directories named like
 //! objects count with the directory's `st_size`; pch/pcm sizes include
 //! locks, temps, manifests and the staged header. Each is counted in
@@ -32,7 +32,7 @@
 //!
 //! # Cost
 //!
-//! Single-level listings only (spec §6.2: nothing is recursed), one `stat`
+//! Single-level listings only (formats.md §6.2: nothing is recursed), one `stat`
 //! per name-matching entry, one manifest read per pch/pcm directory or exe
 //! entry. Shards / command-hash directories are spread over up to
 //! [`ScanLimits::max_threads`] threads (`parallel`), since the cost is the

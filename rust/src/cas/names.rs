@@ -1,4 +1,4 @@
-//! File-name rules of the CAS layouts (spec §6.3–§6.6), on raw name bytes.
+//! File-name rules of the CAS layouts (formats.md §6.3–§6.6), on raw name bytes.
 //!
 //! compiletools matches names with Python's `re.match(r"^…$", name)` on the
 //! `str` that `os.scandir` returns. Two details of that are mirrored on
@@ -70,7 +70,7 @@ pub(crate) fn parse_object_name(name: &[u8]) -> Option<ObjKey> {
 }
 
 /// The artefact suffixes of the exe store, in the order compiletools tests
-/// them (spec §6.6).
+/// them (formats.md §6.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ExeSuffix {
     Exe,

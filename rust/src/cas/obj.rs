@@ -1,4 +1,4 @@
-//! The object store (spec §6.3): `<cell>/<2 hex>/<basename>_<12>_<14>_<16>.o`,
+//! The object store (formats.md §6.3): `<cell>/<2 hex>/<basename>_<12>_<14>_<16>.o`,
 //! bucket key (`file_hash`, `dep_hash`).
 
 use std::fs;

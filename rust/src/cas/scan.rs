@@ -1,5 +1,5 @@
 //! State shared by the per-kind scanners: cancellation polling, anomaly
-//! bookkeeping, and the single-level directory listings of spec §6.2.
+//! bookkeeping, and the single-level directory listings of formats.md §6.2.
 
 use std::ffi::OsString;
 use std::fs;

@@ -1,4 +1,4 @@
-//! What a scan returns: the five numbers of spec §6.7, counters of the
+//! What a scan returns: the five numbers of formats.md §6.7, counters of the
 //! anomalies met on the way, and a bounded list of warnings with paths.
 
 use std::fmt;
@@ -41,7 +41,7 @@ pub struct StoreStats {
     /// Whether the cell existed as a directory (symlinks followed, like
     /// `os.path.isdir`). `false` means "missing": all numbers are zero, and
     /// the caller decides between "not scanned → no points" (default scope)
-    /// and "explicitly requested → zeros" (spec §6.8 rows 1–2).
+    /// and "explicitly requested → zeros" (formats.md §6.8 rows 1–2).
     pub exists: bool,
     /// Σ entry sizes (`st_size`).
     pub total_bytes: u64,
@@ -93,11 +93,11 @@ pub struct Anomalies {
     /// Manifests that would crash compiletools — invalid UTF-8, a top level
     /// that is not an object (`[1]`, `5`, `"x"`), or (pch/pcm) a non-empty
     /// array/object as key — treated as missing (unknown key; deviation,
-    /// spec §6.8).
+    /// formats.md §6.8).
     pub manifests_crash_compat: u64,
     /// Manifests whose key is a number or boolean (or, for exe, any other
     /// non-string): treated as missing. For pch/pcm compiletools uses a
-    /// truthy number/`true` verbatim as the key (deviation, spec §6.8
+    /// truthy number/`true` verbatim as the key (deviation, formats.md §6.8
     /// judgement call); for exe this is parity.
     pub manifests_non_string_key: u64,
     /// Manifests not read because of our limits: not a regular file (FIFO,

@@ -38,7 +38,7 @@ pub fn end_event(req: &LiveRequest, warnings: &mut Vec<String>) -> LiveEvent {
 
 /// `timing.json`'s top-level `timestamp` as written ("" when absent, as the
 /// trace id hashes it then). compiletools writes it
-/// as the second key at two spaces of indentation (spec §2.1, §2.2), found
+/// as the second key at two spaces of indentation (formats.md §2.1, §2.2), found
 /// without decoding the events; any other layout is decoded in full.
 fn timestamp_of(dir: &Path, req: &LiveRequest) -> Result<String, crate::error::Error> {
     let path = dir.join(TIMING_FILE);

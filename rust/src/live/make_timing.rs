@@ -1,5 +1,5 @@
 //! Appended `.ct-make-timing.<pid>.*.jsonl` bytes → one `Recipe` event per
-//! complete line (spec §7.1): `{"target": …, "start_ns": …, "end_ns": …}`,
+//! complete line (formats.md §7.1): `{"target": …, "start_ns": …, "end_ns": …}`,
 //! wall-clock epoch ns. As compiletools' ingest: lines are stripped, empty
 //! lines skipped, missing fields default to `""` / 0. Where its ingest would
 //! raise (a JSON value that is not an object, a time that is not an

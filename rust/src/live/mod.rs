@@ -4,7 +4,7 @@
 //! events and says how many bytes it consumed, so a torn last line (or a
 //! record beyond the per-call cap) is read again next time.
 //!
-//! Files (spec §1.6, §4, §7): an auto `ccache.statslog` (one block per
+//! Files (formats.md §1.6, §4, §7): an auto `ccache.statslog` (one block per
 //! compiler call, [`statslog`]), the make backend's
 //! `.ct-make-timing.<pid>.*.jsonl` (one JSON line per finished recipe,
 //! [`make_timing`]) and ninja's `.ninja_log` ([`ninja_log`]). The start and
@@ -159,7 +159,7 @@ pub(crate) fn lines_with_ends(data: &[u8]) -> impl Iterator<Item = (&[u8], usize
 }
 
 /// compiletools' fallback classification of a make or ninja target by its
-/// extension (spec §7.1): the build graph is not at hand while it runs.
+/// extension (formats.md §7.1): the build graph is not at hand while it runs.
 pub fn rule_type_of(target: &str) -> &'static str {
     let name = target.rsplit('/').next().unwrap_or(target);
     match name.rsplit_once('.').map(|(_, ext)| ext) {

@@ -1,5 +1,5 @@
 //! Appended `.ninja_log` bytes → one `NinjaEdge` event per complete line
-//! (spec §7.2): `#` lines skipped, TAB-separated, at least 4 fields, the
+//! (formats.md §7.2): `#` lines skipped, TAB-separated, at least 4 fields, the
 //! first two integers (start and end, ms since ninja started), the fourth
 //! the output path. Ninja's times are relative to its own start, which no
 //! file records, so the events carry them as such. Unlike compiletools'

@@ -1,7 +1,7 @@
 //! Appended statslog bytes → one `Compile` event per complete block
-//! (spec §4.2). A block is its `# <source>` header and the event lines up to
+//! (formats.md §4.2). A block is its `# <source>` header and the event lines up to
 //! the next header; each block is parsed by the statslog parser itself, so
-//! the rules of spec §4.3 (and the first primary event as the outcome) are
+//! the rules of formats.md §4.3 (and the first primary event as the outcome) are
 //! the same as for the finished build's attribution.
 //!
 //! ccache appends one block per call, in one write, so a block is usually

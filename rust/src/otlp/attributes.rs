@@ -1,4 +1,4 @@
-//! Building OTLP attributes: scalar helpers, the metadata lifting of spec
+//! Building OTLP attributes: scalar helpers, the metadata lifting of formats.md
 //! §3.2 (scalars and homogeneous arrays; everything else dropped and
 //! counted), and string truncation at the attribute length limit.
 
@@ -72,7 +72,7 @@ impl AttrBuilder {
         self.builtins += usize::from(appended);
     }
 
-    /// A string attribute that is omitted when empty (spec §3.1/§3.2 "only
+    /// A string attribute that is omitted when empty (formats.md §3.1/§3.2 "only
     /// if non-empty").
     pub fn non_empty_string(&mut self, key: &str, value: &str) {
         if !value.is_empty() {

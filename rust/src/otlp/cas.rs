@@ -1,16 +1,16 @@
-//! CAS-health snapshots as OTLP (spec §3.5 "CAS-health gauges", §3.6
-//! `ct.cache.snapshot`; DESIGN §5).
+//! CAS-health snapshots as OTLP (formats.md §3.5 "CAS-health gauges", §3.6
+//! `ct.cache.snapshot`; design.md §5).
 //!
 //! Shape, as `ct-cache-report --otel-export` sends it (corpus
 //! `reference-cache-report/001-metrics.json`): one resource, scope
 //! `compiletools` without version, five integer Gauges without description
 //! or unit, one data point per store with the single attribute `cas_kind`,
 //! `time_unix_nano` set and no start time. Unlike compiletools the snapshot
-//! is sent once, not twice (spec §3.5 "double delivery").
+//! is sent once, not twice (formats.md §3.5 "double delivery").
 //!
 //! Every store passed in is emitted, `exists` or not: the caller passes
 //! exactly the stores that were *scanned* (an explicitly requested missing
-//! store yields zeros; a default-scope missing one is left out, spec §6.8).
+//! store yields zeros; a default-scope missing one is left out, formats.md §6.8).
 //! Points and span attributes follow kind order obj, pch, pcm, exe whatever
 //! the input order; one store per kind is expected. With no store at all the
 //! request is empty and encodes to zero bytes: send nothing.
@@ -74,7 +74,7 @@ fn kind_attribute(kind: CasKind) -> Vec<KeyValue> {
     a.finish().0
 }
 
-/// The gauges of spec §3.5 for `stores`, as a request; `resource` is the
+/// The gauges of formats.md §3.5 for `stores`, as a request; `resource` is the
 /// store set's (see [`super::resource::store_resource`]).
 pub fn build_cas_metrics_request(
     stores: &[(CasKind, StoreStats)],
@@ -126,7 +126,7 @@ pub fn encode_cas_metrics_request(
     build_cas_metrics_request(stores, resource, time_unix_nano).encode_to_vec()
 }
 
-/// The `ct.cache.snapshot` span of spec §3.6 for `stores`, as a request:
+/// The `ct.cache.snapshot` span of formats.md §3.6 for `stores`, as a request:
 /// one INTERNAL span in its own trace, scope `compiletools`, start = end =
 /// `time_unix_nano`, attributes `ct.cas.<metric>.<kind>` (int) for each
 /// store in kind order and metric order. Ids: see

@@ -1,10 +1,10 @@
-//! The ccache metrics of one build (spec §3.5, DESIGN §2): scope
+//! The ccache metrics of one build (formats.md §3.5, design.md §2): scope
 //! `compiletools.ccache`, with
 //! * `ct.ccache.events` — monotonic Sum, one int point per event name with
 //!   count > 0 (first-seen order), attribute `ccache_event`;
 //! * `ct.ccache.hit_rate`, `ct.ccache.remote_hit_rate` — double Gauges.
 //!
-//! Sent once per build (DESIGN §2 fix 4; compiletools sends each snapshot
+//! Sent once per build (design.md §2 fix 4; compiletools sends each snapshot
 //! twice). Sum points start at the build start and are taken at the build
 //! end. With per-build identity (ct-cake's form, [`MetricsInput::per_build`])
 //! each build is one cumulative interval of its own series (the resource's

@@ -1,5 +1,5 @@
-//! The OTLP resources: of one build (spec §3.1, DESIGN §2) and of one CAS
-//! store set (DESIGN §5), with the same rules for user attributes.
+//! The OTLP resources: of one build (formats.md §3.1, design.md §2) and of one CAS
+//! store set (design.md §5), with the same rules for user attributes.
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::AnyValue;
@@ -19,7 +19,7 @@ pub const DEFAULT_SERVICE_NAME: &str = "compiletools";
 
 /// Resource keys the receiver sets itself. User attributes with these keys
 /// are ignored even when the built-in value is absent: `git.commit.sha` and
-/// the `vcs.*` keys must never be guessed (DESIGN §4), and `service.name`
+/// the `vcs.*` keys must never be guessed (design.md §4), and `service.name`
 /// and `cicd.pipeline.name` have their own settings.
 pub const BUILT_IN_KEYS: [&str; 17] = [
     "service.name",
@@ -42,7 +42,7 @@ pub const BUILT_IN_KEYS: [&str; 17] = [
 ];
 
 /// The invocation id (directory name) and the PID it carries, if it has the
-/// `YYYYMMDDTHHMMSS-PID` shape of spec §1.2.
+/// `YYYYMMDDTHHMMSS-PID` shape of formats.md §1.2.
 pub fn invocation_pid(invocation_id: &str) -> Option<&str> {
     let (stamp, pid) = invocation_id.split_once('-')?;
     let b = stamp.as_bytes();
@@ -172,7 +172,7 @@ pub fn store_resource(service: &str, host: &str, variant: &str, user: &[(String,
 
 /// A copy of `resource` whose `ct.invocation_id` is `invocation_id`: the
 /// resource of the ccache metrics, which compiletools identifies by the
-/// build's trace id in hex instead of the directory name (spec §3.5, §8
+/// build's trace id in hex instead of the directory name (formats.md §3.5, §8
 /// item 4). The key keeps its position, or is appended if the trace's
 /// resource had none (an empty directory name). `cicd.pipeline.run.id` is
 /// left out: the CI/CD conventions make the pipeline run entity opt-in on

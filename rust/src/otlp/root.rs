@@ -1,4 +1,4 @@
-//! Attributes of the root span `compiletools.build` (spec §3.4).
+//! Attributes of the root span `compiletools.build` (formats.md §3.4).
 
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 
@@ -12,7 +12,7 @@ pub const CCACHE_OVERCOUNT: &str = "ccache_overcount";
 
 /// Every root attribute in compiletools' order: the twelve `ct.ccache.*`
 /// summary keys when the build has statslog data (`ccache` is `Some` only
-/// when the statslog yielded at least one event, spec §3.4), then the
+/// when the statslog yielded at least one event, formats.md §3.4), then the
 /// `ct.build.*` keys.
 pub fn root_attributes_with_ccache(
     agg: &BuildAggregates,
@@ -26,7 +26,7 @@ pub fn root_attributes_with_ccache(
     attrs
 }
 
-/// The `ct.ccache.*` summary of spec §3.4, in compiletools' order.
+/// The `ct.ccache.*` summary of formats.md §3.4, in compiletools' order.
 pub fn ccache_attributes(s: &CcacheSummary, max_attribute_len: u32) -> Vec<KeyValue> {
     let mut a = AttrBuilder::with_capacity(max_attribute_len, 12);
     a.int("ct.ccache.cacheable_calls", saturating_i64(s.cacheable_calls()));

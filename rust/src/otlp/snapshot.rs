@@ -1,4 +1,4 @@
-//! metrics-as-spans for ccache (spec §3.6, DESIGN §2 fix 7): instead of the
+//! metrics-as-spans for ccache (formats.md §3.6, design.md §2 fix 7): instead of the
 //! ccache metrics, one `ct.ccache.snapshot` span carrying the same numbers
 //! as attributes.
 //!

@@ -1,5 +1,5 @@
-//! Merging outcomes into the rules of a build (spec §5.3 rule 6), then
-//! recomputing `ct.rule.cache_layer` (spec §2.6) as compiletools does.
+//! Merging outcomes into the rules of a build (formats.md §5.3 rule 6), then
+//! recomputing `ct.rule.cache_layer` (formats.md §2.6) as compiletools does.
 
 use super::parse::Outcomes;
 use crate::timing::{Build, MetaValue, CACHE_LAYER_KEY};
@@ -135,7 +135,7 @@ mod tests {
         assert_eq!(meta(&rules[2]).len(), 3);
         // The empty target matches nothing, yet is a compile rule: layer only.
         assert_eq!(meta(&rules[3]), [(CACHE_LAYER_KEY, MetaValue::Str("other"))]);
-        // Rule children are merged but not annotated (spec §2.6).
+        // Rule children are merged but not annotated (formats.md §2.6).
         let nested = rules[4].children().next().unwrap();
         assert_eq!(meta(&nested).len(), 3);
         assert!(nested.metadata_value(CACHE_LAYER_KEY).is_none());

@@ -1,10 +1,10 @@
-//! `rule_outcomes.log` (spec §5): the CAS outcome of each rule that the
+//! `rule_outcomes.log` (formats.md §5): the CAS outcome of each rule that the
 //! make and ninja backends ran through `ct-lock-helper`, merged into the
 //! rules' metadata as compiletools does before it writes timing.json.
 //!
 //! For a finished ct-cake build the merge is already in timing.json and
 //! applying it again changes nothing; it matters for a log the receiver
-//! captured from a build that died or is still post-processing (spec §1.5).
+//! captured from a build that died or is still post-processing (formats.md §1.5).
 //! The receiver decides which file to pass (`BuildRequest::outcomes`); the
 //! core never looks for one by itself.
 
@@ -26,7 +26,7 @@ const OUTCOMES_FILE: SideFile = SideFile {
 };
 
 /// Reads and parses the outcomes log at `path` within
-/// `limits.max_file_bytes`. Never fails (spec §5.3 rule 1): missing means
+/// `limits.max_file_bytes`. Never fails (formats.md §5.3 rule 1): missing means
 /// empty; unreadable, not a file or too large means empty with a warning; a
 /// read error in the middle keeps the complete lines before it.
 pub fn load(dir: Option<&InvocationDir>, path: &Path, limits: &Limits, warnings: &mut Warnings) -> Outcomes {

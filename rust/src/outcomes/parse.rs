@@ -1,4 +1,4 @@
-//! The `rule_outcomes.log` parser (spec §5.3), with compiletools' rules:
+//! The `rule_outcomes.log` parser (formats.md §5.3), with compiletools' rules:
 //! lossy UTF-8, universal newlines, empty lines skipped, exactly four
 //! TAB-separated fields `<target> <cas_kind> <hit> <bytes_reused>`, the
 //! integers parsed as Python's `int()` does, and the last record of a

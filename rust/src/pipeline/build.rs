@@ -229,11 +229,11 @@ fn read_build(
     let wanted = Wanted::of(req);
     // The model owns its data, so the text is done with before any output
     // is written: text and output never occupy memory side by side (peak
-    // RSS, DESIGN §7). For one whole request its buffer, reserved with a
+    // RSS, design.md §7). For one whole request its buffer, reserved with a
     // quarter to spare (the output is ~1.1× the file at 100k rules), is
     // reused for the output; when streaming it is kept for the next build's
     // text (crate::retain: resident while this build streams, within the
-    // 2× of DESIGN §7; not kept above 96 MiB, so not for 1M-rule builds).
+    // 2× of design.md §7; not kept above 96 MiB, so not for 1M-rule builds).
     let out_buffer = match encoding {
         Encoding::WholeTrace if wanted.traces => {
             let mut bytes = text.text.into_bytes();
@@ -250,7 +250,7 @@ fn read_build(
 
     let statslog = load_statslog(req, &dir, wanted, &mut warnings);
     // compiletools emits ccache data only when the statslog yielded at least
-    // one event (spec §3.4, §3.5).
+    // one event (formats.md §3.4, §3.5).
     let ccache = statslog.filter(|log| !log.is_empty());
     cancel.check()?;
 

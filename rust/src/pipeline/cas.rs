@@ -1,10 +1,10 @@
-//! One CAS store set in, one OTLP request out (DESIGN §5).
+//! One CAS store set in, one OTLP request out (design.md §5).
 //!
 //! Each cell is scanned on its own: a cell that cannot be listed becomes a
 //! warning and an anomaly and is left out, and the other cells still
 //! report. A missing cell is reported as zeros when it was configured
 //! explicitly and left out otherwise, as `ct-cache-report` does in its
-//! default scope (spec §6.8).
+//! default scope (formats.md §6.8).
 
 use crate::cancel::CancelToken;
 use crate::cas::{self, ScanCache};

@@ -1,9 +1,9 @@
-//! Per-TU ccache attribution (DESIGN §2, last paragraph): the statslog's
+//! Per-TU ccache attribution (design.md §2, last paragraph): the statslog's
 //! `# <source>` blocks say which translation unit each outcome belongs to,
 //! which no anchor of compiletools records.
 //!
 //! For every `compile` rule reachable through phases (the rules compiletools
-//! annotates, spec §2.6) whose `source` equals a block's path exactly:
+//! annotates, formats.md §2.6) whose `source` equals a block's path exactly:
 //! * `ct.rule.cache_layer` = `ccache` (direct or preprocessed hit) or
 //!   `compiled` (miss) — values compiletools reserves but never emits;
 //! * `ct.ccache.outcome` = the primary event name.
@@ -15,7 +15,7 @@
 //!
 //! **Several blocks for one source: the last one wins.** This is the
 //! deliberate choice for the two ways it happens:
-//! * an explicit statslog spanning several builds (spec §1.6, corpus case
+//! * an explicit statslog spanning several builds (formats.md §1.6, corpus case
 //!   06): ccache appends, so the current build's blocks come after every
 //!   earlier build's, and the last block is this build's compile;
 //! * one build compiling a TU more than once (cmake compiles a shared source

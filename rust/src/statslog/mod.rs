@@ -1,10 +1,10 @@
-//! ccache statslogs (spec §4): what ccache appended for each compiler
+//! ccache statslogs (formats.md §4): what ccache appended for each compiler
 //! invocation of a build, read with compiletools' exact rules.
 //!
 //! [`parse`](mod@parse) counts events and keeps the `# <source>` blocks;
 //! [`summary`] derives the root span's `ct.ccache.*` numbers and the `H` of
 //! the `ct.build.*` aggregates; [`attribution`] marks compile rules with
-//! the outcome of their own translation unit (DESIGN §2, last paragraph).
+//! the outcome of their own translation unit (design.md §2, last paragraph).
 //!
 //! The receiver passes the statslog it holds for a build (a captured auto
 //! statslog, or a configured explicit path) in `BuildRequest::statslog`;
@@ -49,7 +49,7 @@ const STATSLOG_FILE: SideFile = SideFile {
 
 /// Reads and parses the statslog at `path` within `limits.max_file_bytes`.
 ///
-/// Never fails, like compiletools (spec §4.3 rules 1 and 4): a missing file
+/// Never fails, like compiletools (formats.md §4.3 rules 1 and 4): a missing file
 /// is an empty statslog; an unreadable one, a directory, or one over the
 /// size limit is empty too, with a warning (the receiver was told it holds
 /// data for the build, so losing it is worth a line); a read error in the

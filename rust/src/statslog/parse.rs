@@ -1,4 +1,4 @@
-//! The statslog parser (spec §4.3), line for line compiletools' own:
+//! The statslog parser (formats.md §4.3), line for line compiletools' own:
 //!
 //! 1. decode UTF-8 lossily (undecodable bytes become U+FFFD);
 //! 2. split on universal newlines (`\n`, `\r\n`, a lone `\r`);
@@ -8,7 +8,7 @@
 //!
 //! On top of the counts, which are all compiletools keeps, the `# <source>`
 //! header lines split the file into blocks, one per ccache invocation
-//! (spec §4.2): the events after a header belong to that translation unit
+//! (formats.md §4.2): the events after a header belong to that translation unit
 //! until the next header. Per-TU attribution reads them.
 
 use std::collections::HashMap;
@@ -18,7 +18,7 @@ use super::EventCount;
 use crate::pytext::{is_python_whitespace, strip, universal_lines};
 
 /// The primary outcome of one cacheable ccache call: exactly one per call
-/// (spec §4.2).
+/// (formats.md §4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Primary {
     DirectCacheHit,
@@ -45,7 +45,7 @@ impl Primary {
         }
     }
 
-    /// The `ct.rule.cache_layer` value compiletools reserves for it (spec
+    /// The `ct.rule.cache_layer` value compiletools reserves for it (formats.md
     /// §2.6): a hit was served by ccache, a miss ran the compiler.
     pub fn cache_layer(self) -> &'static str {
         match self {
@@ -80,7 +80,7 @@ pub struct Statslog {
 
 impl Statslog {
     /// No event counted: compiletools then emits no `ct.ccache.*` summary
-    /// and no ccache metrics (spec §3.4, §3.5).
+    /// and no ccache metrics (formats.md §3.4, §3.5).
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }

@@ -1,5 +1,5 @@
-//! The ccache summary of a build (spec §3.4): the twelve `ct.ccache.*` root
-//! attributes, the two hit-rate gauges of spec §3.5, and `H` of the
+//! The ccache summary of a build (formats.md §3.4): the twelve `ct.ccache.*` root
+//! attributes, the two hit-rate gauges of formats.md §3.5, and `H` of the
 //! `ct.build.*` aggregates.
 
 use super::EventCount;
@@ -51,7 +51,7 @@ impl CcacheSummary {
         self.hits_total().saturating_add(self.misses)
     }
 
-    /// (D + P) / (D + P + M), `0.0` when there was no cacheable call (spec
+    /// (D + P) / (D + P + M), `0.0` when there was no cacheable call (formats.md
     /// §8 item 14: "no data" and "zero" look the same, as in compiletools).
     pub fn hit_rate(&self) -> f64 {
         ratio(self.hits_total(), self.cacheable_calls())

@@ -113,7 +113,7 @@ pub fn locate<'a>(
 }
 
 /// A compile rule's time span on the wall clock, µs since the Unix epoch
-/// (timing.json's monotonic times converted as in the format spec §2.8).
+/// (timing.json's monotonic times converted as in the format formats.md §2.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuleWindow {
     pub start_us: i64,

@@ -1,5 +1,5 @@
-//! Root cross-layer aggregates `ct.build.*` (spec §3.4), recomputed because
-//! timing.json never stores them (spec §2.7).
+//! Root cross-layer aggregates `ct.build.*` (formats.md §3.4), recomputed because
+//! timing.json never stores them (formats.md §2.7).
 //!
 //! The ccache side (`H`) comes from a statslog the receiver may or may not
 //! hold for the build; it is an input here so that the statslog parser can
@@ -15,7 +15,7 @@ pub struct CcacheHits {
 }
 
 impl CcacheHits {
-    /// `H` of spec §3.4: every ccache hit of the build.
+    /// `H` of formats.md §3.4: every ccache hit of the build.
     pub fn total(&self) -> u64 {
         self.direct_cache_hit.saturating_add(self.preprocessed_cache_hit)
     }

@@ -1,4 +1,4 @@
-//! Wall-clock reconstruction (spec §2.8, DESIGN §2 fix 3).
+//! Wall-clock reconstruction (formats.md §2.8, design.md §2 fix 3).
 //!
 //! Every time in `timing.json` is on the host's monotonic clock; the only
 //! wall-clock anchor is `timestamp`, taken just after the root end. So
@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 
 use super::model::{Build, Event};
 
-/// 2000-01-01T00:00:00Z: no span may start before it (DESIGN §2 fix 3).
+/// 2000-01-01T00:00:00Z: no span may start before it (design.md §2 fix 3).
 pub(crate) const Y2000_UNIX_NS: i64 = 946_684_800_000_000_000;
 const NS_PER_S: i64 = 1_000_000_000;
 
@@ -138,7 +138,7 @@ impl Clock {
 
     /// Whether a rule can be placed: its start is not the 0.0 "never
     /// started" sentinel and its interval lies within one second of the root
-    /// (spec §2.9; make's own failure value is a large negative start).
+    /// (formats.md §2.9; make's own failure value is a large negative start).
     pub fn is_anchored(&self, rule: &Event) -> bool {
         if rule.start() == 0.0 {
             return false;

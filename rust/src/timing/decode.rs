@@ -752,7 +752,7 @@ fn number_field(d: &mut Decoder, name: &str, v: Option<Loose>, what: &str) -> Op
     }
 }
 
-/// Monotonic end (spec §2.9). Without `end_s`: `start_s + elapsed_s` when
+/// Monotonic end (formats.md §2.9). Without `end_s`: `start_s + elapsed_s` when
 /// `start_s` exists (a judgement call: compiletools' `elapsed_s`-as-instant
 /// fallback would give garbage there), else `elapsed_s` (legacy files, where
 /// it yields the right duration from a 0.0 start).

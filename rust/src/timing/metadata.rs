@@ -1,5 +1,5 @@
-//! Decoding a rule's `metadata` object (spec §2.6): arbitrary JSON in
-//! principle, reduced to what an OTLP attribute can hold (DESIGN §2:
+//! Decoding a rule's `metadata` object (formats.md §2.6): arbitrary JSON in
+//! principle, reduced to what an OTLP attribute can hold (design.md §2:
 //! scalars and homogeneous arrays; anything else is kept only as
 //! "unsupported" so it can be counted as dropped).
 //!

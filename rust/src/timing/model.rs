@@ -1,11 +1,11 @@
-//! The typed model of one `timing.json` (spec §2.2–§2.6).
+//! The typed model of one `timing.json` (formats.md §2.2–§2.6).
 //!
 //! The model owns its data in a few flat tables instead of one allocation
 //! per event, string and metadata entry: the 100k-rule benchmark build
 //! (61 MB of JSON) is ~35 MB in a handful of buffers instead of ~64 MB in
 //! 170k allocations, it is built and freed in a fraction of the time, and
 //! the file text is no longer needed once it is decoded, so its memory can
-//! hold the OTLP output (DESIGN §7: peak RSS ≤ 2× the file).
+//! hold the OTLP output (design.md §7: peak RSS ≤ 2× the file).
 //!
 //! * every string (names, paths, metadata keys and string values) is a
 //!   byte range of one string arena;
@@ -15,7 +15,7 @@
 //!   table; array values are runs of the typed array tables.
 //!
 //! Consumers read it through borrowed views ([`Event`], [`MetaValue`]).
-//! The defaults of spec §2.9 are applied while decoding, so later consumers
+//! The defaults of formats.md §2.9 are applied while decoding, so later consumers
 //! (metrics, outcomes merge) all see the same interpretation.
 
 use std::fmt;
@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use crate::retain::Kept;
 
-/// Metadata key of the cache layer that served a compile rule (spec §2.6):
+/// Metadata key of the cache layer that served a compile rule (formats.md §2.6):
 /// `cas` or `other` as compiletools writes it; recomputed by the outcomes
 /// merge and refined by per-TU ccache attribution.
 pub const CACHE_LAYER_KEY: &str = "ct.rule.cache_layer";
@@ -108,7 +108,7 @@ pub(super) struct EventData {
     /// Position inside the parent's array as stored in the file, counting
     /// elements that were skipped as invalid (input of the span id).
     pub(super) index: u32,
-    /// `rule_type` present ⇒ rule, absent ⇒ phase (spec §2.4).
+    /// `rule_type` present ⇒ rule, absent ⇒ phase (formats.md §2.4).
     pub(super) is_rule: bool,
     pub(super) name: Run,
     pub(super) rule_type: Run,
@@ -121,7 +121,7 @@ pub(super) struct EventData {
     /// A phase's `rules` or a rule's `children`, whichever applies.
     pub(super) first_child: u32,
     pub(super) next_sibling: u32,
-    /// Monotonic start and end (spec §2.9 defaults applied).
+    /// Monotonic start and end (formats.md §2.9 defaults applied).
     pub(super) start: f64,
     pub(super) end: f64,
 }
@@ -164,7 +164,7 @@ impl EventId {
 /// One build: the top-level object and every event under it.
 #[derive(Debug, Clone)]
 pub struct Build {
-    /// Wall clock of the root end, as written (spec §2.2); `None` if absent
+    /// Wall clock of the root end, as written (formats.md §2.2); `None` if absent
     /// or not a string.
     pub timestamp: Option<String>,
     pub total_elapsed_s: Option<f64>,
@@ -206,7 +206,7 @@ impl Default for Build {
 }
 
 impl Build {
-    /// Root start, default 0.0 (spec §2.9).
+    /// Root start, default 0.0 (formats.md §2.9).
     pub fn root_start_s(&self) -> f64 {
         self.start_s.unwrap_or(0.0)
     }
@@ -242,8 +242,8 @@ impl Build {
 
     /// Calls `f` for every rule reachable from the root through phases only:
     /// sub-phases are descended into, rule `children` are not. These are the
-    /// rules compiletools' post-build annotation reaches (spec §2.6) and,
-    /// restricted to `compile`, the `C` of the aggregates (spec §3.4).
+    /// rules compiletools' post-build annotation reaches (formats.md §2.6) and,
+    /// restricted to `compile`, the `C` of the aggregates (formats.md §3.4).
     pub fn for_each_phase_rule<'b>(&'b self, f: &mut impl FnMut(Event<'b>)) {
         fn walk<'b>(events: Events<'b>, f: &mut impl FnMut(Event<'b>)) {
             for event in events {
@@ -508,7 +508,7 @@ impl<'b> Event<'b> {
         self.build.str(self.data.name)
     }
 
-    /// Present ⇒ rule, absent ⇒ phase (spec §2.4), wherever the event sits.
+    /// Present ⇒ rule, absent ⇒ phase (formats.md §2.4), wherever the event sits.
     pub fn rule_type(&self) -> Option<&'b str> {
         self.data.is_rule.then(|| self.build.str(self.data.rule_type))
     }
@@ -533,7 +533,7 @@ impl<'b> Event<'b> {
     }
 
     /// Monotonic end. Without `end_s`: `start_s + elapsed_s` when `start_s`
-    /// exists (spec §2.9 judgement call: compiletools' `elapsed_s`-as-instant
+    /// exists (formats.md §2.9 judgement call: compiletools' `elapsed_s`-as-instant
     /// fallback would give garbage there), else `elapsed_s` (legacy files,
     /// where it yields the right duration from a 0.0 start).
     pub fn end(&self) -> f64 {
@@ -561,7 +561,7 @@ impl<'b> Event<'b> {
         self.metadata().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
-    /// Whether `cas.hit` is truthy (Python truthiness, spec §3.4).
+    /// Whether `cas.hit` is truthy (Python truthiness, formats.md §3.4).
     pub fn is_cas_hit(&self) -> bool {
         self.metadata_value("cas.hit").is_some_and(|v| v.is_truthy())
     }
@@ -628,7 +628,7 @@ pub enum MetaValue<'b> {
 }
 
 impl MetaValue<'_> {
-    /// Python truthiness, as compiletools applies it to `cas.hit` (spec §3.4).
+    /// Python truthiness, as compiletools applies it to `cas.hit` (formats.md §3.4).
     pub fn is_truthy(&self) -> bool {
         match self {
             MetaValue::Null => false,

@@ -1,4 +1,4 @@
-//! Span names (spec §3.2), kept identical to compiletools' exporter so that
+//! Span names (formats.md §3.2), kept identical to compiletools' exporter so that
 //! existing dashboards and queries keep matching.
 
 use super::model::Event;

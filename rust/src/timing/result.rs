@@ -1,4 +1,4 @@
-//! The build's result, where `timing.json` decides it (spec §1.4, §1.5,
+//! The build's result, where `timing.json` decides it (formats.md §1.4, §1.5,
 //! §2.4). The file has no exit status; the phases are the evidence:
 //!
 //! * compiletools 10.0.4+ runs `target_discovery`, `prebuild_scripts`,
@@ -36,7 +36,7 @@ pub enum BuildResult<'b> {
 }
 
 /// The result of `build`, or `None` when the file does not decide it.
-/// Only the root's phases count; rules directly under the root (spec §2.4)
+/// Only the root's phases count; rules directly under the root (formats.md §2.4)
 /// are not phases.
 pub fn build_result(build: &Build) -> Option<BuildResult<'_>> {
     let mut has_prebuild = false;

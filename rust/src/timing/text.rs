@@ -1,5 +1,5 @@
 //! Turning raw file bytes into JSON text that a strict parser accepts,
-//! without losing the document (DESIGN §2 fix 6, spec §2.1).
+//! without losing the document (design.md §2 fix 6, formats.md §2.1).
 //!
 //! compiletools writes file names that are not valid UTF-8 as lone surrogate
 //! escapes (`\udcXX`), and other writers may leave raw invalid bytes; serde_json

@@ -124,7 +124,7 @@ impl From<&StoreStats> for Five {
 }
 
 fn report_key(kind: CasKind) -> (&'static str, &'static str) {
-    // (report object key, unique-count key) of spec §6.7.
+    // (report object key, unique-count key) of formats.md §6.7.
     match kind {
         CasKind::Obj => ("cas-objdir-report", "unique-src-deps-count"),
         CasKind::Pch => ("cas-pchdir-report", "unique-headers-count"),

@@ -1,4 +1,4 @@
-//! "Zoo" stores: one cell per kind holding every edge case of spec §6 on
+//! "Zoo" stores: one cell per kind holding every edge case of formats.md §6 on
 //! which compiletools does *not* crash, for the differential test against
 //! the real `ct-cache-report`.
 

@@ -45,7 +45,7 @@ pub const PATH_METHODS: [&str; 3] = ["estimate", "ninja_graph", "make_graph"];
 /// How many rules the top list names.
 pub const TOP_N: usize = 10;
 
-/// Clock resolution the path tolerates, by backend (spec §2.4).
+/// Clock resolution the path tolerates, by backend (formats.md §2.4).
 pub fn tolerance_ns(backend: &str) -> i64 {
     if backend == "ninja" {
         1_000_000

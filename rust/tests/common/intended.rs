@@ -1,5 +1,5 @@
 //! THE list of intended differences between our output and what ct-cake's
-//! own exporter sent for the same build (DESIGN §2: "a compat difference
+//! own exporter sent for the same build (design.md §2: "a compat difference
 //! that is not listed here is a bug"). The differential helper tolerates a
 //! difference only through one of these entries, and counts each use in a
 //! [`Tally`], so a run shows which ones a case exercised and a stale entry
@@ -35,7 +35,7 @@ pub const SEMCONV: &str = "semconv-additions";
 pub const INTENDED_DIFFERENCES: &[Intended] = &[
     Intended {
         id: UNANCHORED,
-        design: "DESIGN §2 fix 3, spec §2.9",
+        design: "design.md §2 fix 3, formats.md §2.9",
         what: "a reference rule span outside [root start − 1 s, root end + 1 s] is skipped by us as \
                unanchored; the number skipped must equal Summary.unanchored_rules (no corpus case has \
                one: tests/corpus.rs helper_tolerates_only_documented_unanchored_rules shifts a rule)",
@@ -43,7 +43,7 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
     },
     Intended {
         id: PER_TU,
-        design: "DESIGN §2, per-TU ccache attribution",
+        design: "design.md §2, per-TU ccache attribution",
         what: "a compile span whose source has a statslog block with a primary event has \
                ct.rule.cache_layer = ccache|compiled where the reference says other, plus \
                ct.ccache.outcome right after it; the outcome must be the last block's primary event \
@@ -52,21 +52,21 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
     },
     Intended {
         id: DETERMINISTIC_IDS,
-        design: "DESIGN §2 fix 5, §3",
+        design: "design.md §2 fix 5, §3",
         what: "trace and span ids are hashes, the reference's are random: ids are never compared \
                across sides; parents are compared by (name, ct.target) and ids must be valid and unique",
         in_corpus: true,
     },
     Intended {
         id: METRICS_ONCE,
-        design: "DESIGN §2 fix 4, spec §3.5",
+        design: "design.md §2 fix 4, formats.md §3.5",
         what: "ct-cake sent the ccache metrics twice (002 and 003: same points, later time); we send \
                one request, compared with 002 (003 is checked to repeat 002)",
         in_corpus: true,
     },
     Intended {
         id: METRIC_TIMES,
-        design: "DESIGN §2 ccache metrics, spec §3.5",
+        design: "design.md §2 ccache metrics, formats.md §3.5",
         what: "ct-cake stamps points with the export instant (sum starts: when each point was first \
                added); ours: sum start = build start, time = build end, i.e. our root span's interval, \
                itself within the span tolerance of the reference root; gauges carry only the time, as \
@@ -75,7 +75,7 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
     },
     Intended {
         id: METRICS_INVOCATION_ID,
-        design: "DESIGN §2 ccache metrics (and fix 5)",
+        design: "design.md §2 ccache metrics (and fix 5)",
         what: "ct.invocation_id of the metrics resource is the build's trace id in hex on both sides, \
                so the values differ as the trace ids do: ours must be our trace id, the reference's its \
                own",
@@ -83,7 +83,7 @@ pub const INTENDED_DIFFERENCES: &[Intended] = &[
     },
     Intended {
         id: SNAPSHOT_PLACEMENT,
-        design: "DESIGN §2 fix 7, spec §3.6",
+        design: "design.md §2 fix 7, formats.md §3.6",
         what: "ct.ccache.snapshot is a child of our root span in the build's trace (a second ScopeSpans \
                of the same ResourceSpans, whose ct.invocation_id is therefore the directory name), \
                start = end = build end; ct-cake sends it as the root of a trace of its own, resource \

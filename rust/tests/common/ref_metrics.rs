@@ -288,7 +288,7 @@ pub fn compare_metrics(
 }
 
 /// Whether `later` repeats `first` except for the time of its points
-/// (ct-cake's double delivery, spec §3.5).
+/// (ct-cake's double delivery, formats.md §3.5).
 pub fn is_repeat(first: &Metrics, later: &Metrics) -> bool {
     let untimed = |m: &Metrics| {
         let mut m = m.clone();

@@ -16,7 +16,7 @@
 //!   name, scope, kind, flags and attributes.
 //!
 //! What may differ is listed in ONE place, [`super::intended`]
-//! (`INTENDED_DIFFERENCES`, the DESIGN §2 fixes plus what the test setup
+//! (`INTENDED_DIFFERENCES`, the design.md §2 fixes plus what the test setup
 //! cannot reproduce); every use of an entry is counted in a [`Tally`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -43,7 +43,7 @@ use super::ref_metrics::{
 };
 use super::semconv;
 
-/// ct-cake anchors at the build start, we at its end (spec §2.8: 5.6 µs
+/// ct-cake anchors at the build start, we at its end (formats.md §2.8: 5.6 µs
 /// apart in the verified run), and quantises to 256 ns.
 pub const TIME_TOLERANCE_NS: i64 = 50_000;
 
@@ -61,7 +61,7 @@ pub const IGNORED_RESOURCE_KEYS: &[&str] = &[
 const SCOPE: &str = "compiletools";
 const CCACHE_SCOPE: &str = "compiletools.ccache";
 
-/// Intended difference `unanchored-rules` (DESIGN §2 fix 3): a rule
+/// Intended difference `unanchored-rules` (design.md §2 fix 3): a rule
 /// outside [root start − 1 s, root end + 1 s] is unanchored and skipped by
 /// us, while ct-cake exports it (it skips only a 0.0 start, which it never
 /// exports either). Such a reference span may be missing from ours; the
@@ -400,7 +400,7 @@ pub fn request_for(case: &Path, reference: &Trace) -> BuildRequest {
         } else if let Some(name) = arg.strip_prefix("--otel-service-name=") {
             req.service_name = name.to_owned();
         } else if let Some(list) = arg.strip_prefix("--otel-resource-attr=") {
-            // spec §3.1: comma lists, trimmed, pieces without '=' or with an
+            // formats.md §3.1: comma lists, trimmed, pieces without '=' or with an
             // empty key skipped, split at the first '='.
             for piece in list.split(',').map(str::trim) {
                 if let Some((k, v)) = piece.split_once('=') {

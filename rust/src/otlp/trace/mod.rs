@@ -1,4 +1,4 @@
-//! The trace of one build (spec §3.2 plus DESIGN §2 fixes): one resource,
+//! The trace of one build (formats.md §3.2 plus design.md §2 fixes): one resource,
 //! one scope `compiletools`, a root span, one span per phase and per
 //! anchored rule, parent/child mirroring the timing tree.
 //!
