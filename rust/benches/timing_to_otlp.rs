@@ -121,6 +121,7 @@ fn encode(build: &Build, clock: &Clock, analytics: Option<&BuildAnalytics>, size
         max_attribute_len: 4096,
         analytics,
         root_span_server: false,
+        clang: None,
     };
     encode_trace_request(input, size_hint, &mut Warnings::new()).0
 }

@@ -187,6 +187,7 @@ fn main() -> ExitCode {
             max_attribute_len: req.limits.max_attribute_len,
             analytics: Some(&analytics),
             root_span_server: false,
+            clang: None,
         };
         // As process_build: the output goes into the text's buffer.
         let mut buffer = text.text.into_bytes();

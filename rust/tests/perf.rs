@@ -126,6 +126,7 @@ fn stages(dir: &std::path::Path) {
         max_attribute_len: 4096,
         analytics: Some(&analytics),
         root_span_server: false,
+        clang: None,
     };
     let text_len = text.text.len();
     drop(text);
@@ -194,6 +195,7 @@ fn analytics_share_of_process_build() {
             max_attribute_len: 4096,
             analytics,
             root_span_server: false,
+            clang: None,
         };
         encode_trace_request(input, size, &mut Warnings::new()).0.len()
     };

@@ -80,6 +80,7 @@ fuzz_target!(|data: &[u8]| {
         max_attribute_len: limits.max_attribute_len,
         analytics: Some(&analytics),
         root_span_server: false,
+        clang: None,
     };
     let (bytes, stats) = encode_trace_request(input(), text.text.len(), &mut warnings);
     let (request, stats_b) = build_trace_request(input(), &mut Warnings::new());

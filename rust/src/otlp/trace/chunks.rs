@@ -12,6 +12,7 @@ use super::{TraceInput, TraceStats, REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_SCOPE
 use crate::analytics::BuildAnalytics;
 use crate::otlp::scope::{scope, SCOPE_NAME};
 use crate::otlp::wire;
+use crate::timetrace::BuildTraces;
 use crate::timing::{Build, Clock};
 use crate::warnings::Warnings;
 
@@ -27,6 +28,8 @@ pub struct TraceParts {
     pub max_attribute_len: u32,
     pub root_span_server: bool,
     pub extra: Vec<ScopeSpans>,
+    /// The compiles' clang traces (`TraceInput::clang`).
+    pub clang: Option<BuildTraces>,
 }
 
 /// A build's trace as requests of at most `max_spans` spans each, encoded
@@ -56,7 +59,7 @@ impl TraceChunks {
     /// Plans the trace (warnings go to `warnings` now, none later);
     /// `max_spans` 0 means one request.
     pub fn new(parts: TraceParts, max_spans: usize, warnings: &mut Warnings) -> Self {
-        let plan = TracePlan::make(&parts.build, &parts.clock, &parts.trace_id);
+        let plan = TracePlan::make(&parts.build, &parts.clock, &parts.trace_id, parts.clang.as_ref());
         Self::planned(parts, plan, max_spans, warnings)
     }
 
@@ -127,6 +130,7 @@ impl TraceChunks {
             max_attribute_len: p.max_attribute_len,
             analytics: Some(&p.analytics),
             root_span_server: p.root_span_server,
+            clang: p.clang.as_ref(),
         };
         let mut encoder = SpanEncoder::of(&input);
         encoder.root_attributes = &p.root_attributes;

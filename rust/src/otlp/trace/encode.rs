@@ -8,7 +8,8 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::plan::{Planned, TracePlan};
+use super::clang;
+use super::plan::{Planned, SpanOf, TracePlan};
 use super::{
     rule_analytics, unix_nanos, TraceInput, TraceStats, REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_SCOPE_SPANS,
     SCOPE_SPANS_SPANS, SPAN_FLAGS,
@@ -19,6 +20,7 @@ use crate::otlp::analytics::RuleValue;
 use crate::otlp::scope::{scope, SCOPE_NAME};
 use crate::otlp::semconv;
 use crate::otlp::wire::{self, WireValue};
+use crate::timetrace::BuildTraces;
 use crate::timing::naming::{write_span_name, ROOT_SPAN_NAME};
 use crate::timing::{Build, Clock, Event};
 use crate::warnings::Warnings;
@@ -62,7 +64,7 @@ pub fn encode_trace_request_into(
     buf: Vec<u8>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
-    let plan = TracePlan::make(input.build, input.clock, &input.trace_id);
+    let plan = TracePlan::make(input.build, input.clock, &input.trace_id, input.clang);
     encode_planned_into(input, plan, extra, buf, warnings)
 }
 
@@ -173,6 +175,7 @@ pub(super) struct SpanEncoder<'x> {
     pub(super) root_attributes: &'x [KeyValue],
     max_len: usize,
     analytics: Option<&'x BuildAnalytics>,
+    clang: Option<&'x BuildTraces>,
     root_kind: SpanKind,
 }
 
@@ -185,6 +188,7 @@ impl<'x> SpanEncoder<'x> {
             root_attributes: &input.root_attributes,
             max_len: usize::try_from(input.max_attribute_len).unwrap_or(usize::MAX),
             analytics: input.analytics,
+            clang: input.clang,
             root_kind: if input.root_span_server {
                 SpanKind::Server
             } else {
@@ -201,12 +205,17 @@ impl<'x> SpanEncoder<'x> {
         let mut attrs: Vec<(&'x str, WireValue<'x>)> = Vec::with_capacity(16);
         for planned in plan.get(range).unwrap_or(&[]) {
             body.clear();
-            match planned.event.and_then(|id| self.build.event(id)) {
-                None => self.root(planned, &mut body),
-                Some(event) => {
-                    let parent = plan.get(planned.parent as usize).map_or([0; 8], |p| p.span_id);
-                    self.event(event, planned, &parent, &mut name, &mut attrs, &mut body);
+            let parent = plan.get(planned.parent as usize).map_or([0; 8], |p| p.span_id);
+            match planned.event {
+                SpanOf::Root => self.root(planned, &mut body),
+                SpanOf::Event(id) => {
+                    if let Some(event) = self.build.event(id) {
+                        self.event(event, planned, &parent, &mut name, &mut attrs, &mut body);
+                    } else {
+                        self.root(planned, &mut body);
+                    }
                 }
+                SpanOf::Clang(i) => self.clang_span(i, planned, &parent, &mut body),
             }
             wire::put_bytes(SCOPE_SPANS_SPANS, &body, out);
         }
@@ -242,6 +251,31 @@ impl<'x> SpanEncoder<'x> {
         }
         if dropped > 0 {
             wire::put_varint(SPAN_DROPPED_ATTRIBUTES_COUNT, u64::from(dropped), out);
+        }
+        wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
+    }
+
+    /// A clang child span: its event's name and times, its detail.
+    fn clang_span(&self, index: u32, planned: &Planned, parent: &[u8; 8], out: &mut Vec<u8>) {
+        let Some((traces, span)) = self.clang.and_then(|c| Some((c, c.span(index)?))) else {
+            return;
+        };
+        self.head(
+            &planned.span_id,
+            Some(parent),
+            clang::span_name(span),
+            SpanKind::Internal,
+            out,
+        );
+        self.times(span.start_unix_ns, span.end_unix_ns, out);
+        if let Some(detail) = traces.detail(span) {
+            wire::put_key_value(
+                SPAN_ATTRIBUTES,
+                clang::DETAIL,
+                &WireValue::Str(detail),
+                self.max_len,
+                out,
+            );
         }
         wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
     }
@@ -332,6 +366,9 @@ impl<'x> SpanEncoder<'x> {
             }
             let task = if rule_type == "test" { "test" } else { "build" };
             builtin(attrs, semconv::TASK_TYPE, WireValue::Str(task));
+        }
+        for (key, v) in clang::compile_attributes(self.clang, event.id()) {
+            builtin(attrs, key, WireValue::Double(v));
         }
         dropped
     }
