@@ -68,9 +68,13 @@ func inputBytes(b discovery.Build, req ffi.Request) int64 {
 }
 
 // holdBudget takes a build's share of the parse budget, noting a build
-// that is larger than all of it.
+// that is larger than all of it. With time_trace on, the core also holds
+// one clang trace at a time of at most max_trace_size bytes: that counts.
 func (r *compiletoolsReceiver) holdBudget(ctx context.Context, b discovery.Build, req ffi.Request) (func(), error) {
 	n := inputBytes(b, req)
+	if !req.TimeTrace.Disabled {
+		n += int64(req.TimeTrace.MaxTraceBytes)
+	}
 	if n > r.budget.total {
 		r.logger.Debug("build input exceeds limits.max_parse_bytes_in_flight; it is parsed alone",
 			zap.String("path", b.Dir), zap.Int64("bytes", n), zap.Int64("max_parse_bytes_in_flight", r.budget.total))
