@@ -17,6 +17,9 @@ import (
 // numbers). Refused trace files were warned about with the other warnings;
 // they are also counted as path problems.
 func (r *compiletoolsReceiver) deliverBuildLogs(ctx context.Context, b discovery.Build, res ffi.Result) {
+	if res.Summary.ClangTraces > 0 {
+		r.budget.clangSeen.Store(true)
+	}
 	if n := res.Summary.ClangTracesRefused; n > 0 {
 		r.telemetry.ReceiverCompiletoolsPathProblems.Add(ctx, int64(n))
 	}
