@@ -297,6 +297,16 @@ bench-cas:
 	python3 rust/bench/cas_bench.py
 # --- end cas benchmark ---
 
+## bench-time-trace: our clang -ftime-trace ingestion vs ClangBuildAnalyzer (built from source
+## into _build/, network once) on 2,048 generated TUs of realistic sizes; table for docs/performance.md
+.PHONY: bench-time-trace
+CBA_BIN := $(BUILD_DIR)/cba-build/ClangBuildAnalyzer
+$(CBA_BIN):
+	tests/tools/build_clangbuildanalyzer.sh $(BUILD_DIR)
+bench-time-trace: $(CBA_BIN)
+	cargo build --release --example time_trace_rollup
+	python3 tests/tools/bench_time_trace.py --cba $(CBA_BIN) --ours target/release/examples/time_trace_rollup --out $(BUILD_DIR)/bench-time-trace
+
 # --- deployment: packages, image, Kubernetes (deploy/) ---
 #   make dist         .deb and .rpm of the collector (nfpm) in _build/dist/
 #   make image        the container image, built with buildah (no daemon, no registry)

@@ -3,6 +3,7 @@ package compiletoolsreceiver
 import (
 	"context"
 	"os"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
@@ -30,6 +31,10 @@ const defaultMaxParseBytesInFlight = 256 << 20
 type parseBudget struct {
 	sem   *semaphore.Weighted
 	total int64
+	// clangSeen: a build read so far had clang traces, so later builds
+	// may too, and each then holds one trace of up to max_trace_size.
+	// A receiver whose builds have none never pays for them.
+	clangSeen atomic.Bool
 }
 
 func newParseBudget(total int64) *parseBudget {
@@ -68,9 +73,14 @@ func inputBytes(b discovery.Build, req ffi.Request) int64 {
 }
 
 // holdBudget takes a build's share of the parse budget, noting a build
-// that is larger than all of it.
+// that is larger than all of it. With time_trace on, the core also holds
+// one clang trace at a time of at most max_trace_size bytes: that counts
+// once the receiver has seen a build with traces.
 func (r *compiletoolsReceiver) holdBudget(ctx context.Context, b discovery.Build, req ffi.Request) (func(), error) {
 	n := inputBytes(b, req)
+	if !req.TimeTrace.Disabled && r.budget.clangSeen.Load() {
+		n += int64(req.TimeTrace.MaxTraceBytes)
+	}
 	if n > r.budget.total {
 		r.logger.Debug("build input exceeds limits.max_parse_bytes_in_flight; it is parsed alone",
 			zap.String("path", b.Dir), zap.Int64("bytes", n), zap.Int64("max_parse_bytes_in_flight", r.budget.total))

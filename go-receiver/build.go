@@ -34,6 +34,9 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	}
 
 	req := r.request(ctx, b, want, open)
+	if r.logs != nil {
+		req.Signals |= ffi.SignalLogs // the build's ct.clang.* records
+	}
 	release, err := r.holdBudget(ctx, b, req)
 	if err != nil {
 		return true // shutting down: the build is taken up again after a restart
@@ -52,6 +55,7 @@ func (r *compiletoolsReceiver) processBuild(ctx context.Context, b discovery.Bui
 	}
 	r.telemetry.ReceiverCompiletoolsUnanchoredEvents.Add(ctx, int64(res.Summary.UnanchoredRules))
 	r.telemetry.ReceiverCompiletoolsDroppedAttributes.Add(ctx, int64(res.Summary.DroppedAttributes))
+	r.deliverBuildLogs(ctx, b, res)
 
 	delivered, dropped, retry := open.delivered, false, false
 	record := func(sig ffi.Signals, err error) {
@@ -145,6 +149,7 @@ func (r *compiletoolsReceiver) request(ctx context.Context, b discovery.Build, s
 		BuildMetrics:    r.metricSwitches.buildMetricsWanted(),
 		// The compatibility switch keeps ct-cake's per-build series.
 		HostMetricIdentity: !r.cfg.PerBuildMetricIdentity,
+		TimeTrace:          r.cfg.TimeTrace.request(),
 		Limits: ffi.Limits{
 			MaxFileBytes:    uint64(r.cfg.Limits.MaxFileSize),
 			MaxEvents:       uint64(r.cfg.Limits.MaxEvents),

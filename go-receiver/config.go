@@ -124,6 +124,8 @@ type Config struct {
 	Live LiveConfig `mapstructure:"live"`
 	// Analytics configures the build analytics.
 	Analytics AnalyticsConfig `mapstructure:"analytics"`
+	// TimeTrace reads clang's -ftime-trace files (config_time_trace.go).
+	TimeTrace TimeTraceConfig `mapstructure:"time_trace"`
 
 	// deprecatedKeys are the deprecated spellings the configuration used,
 	// each with its replacement, for the receiver to warn about.
@@ -280,6 +282,7 @@ func createDefaultConfig() *Config {
 		Capture:             CaptureConfig{Enabled: true},
 		CAS:                 CASConfig{ScanInterval: 5 * time.Minute, InitialDelay: 10 * time.Second},
 		History:             defaultHistoryConfig(),
+		TimeTrace:           defaultTimeTraceConfig(),
 
 		ResourceAttributeSwitches: metadata.DefaultResourceAttributesConfig(),
 		Live:                      defaultLiveConfig(),
@@ -401,6 +404,7 @@ func (c *Config) Validate() error {
 		add("cas.max_threads: must be 0 (the default) to %d, got %d", maxCASThreads, c.CAS.MaxThreads)
 	}
 	errs = append(errs, c.History.validate()...)
+	errs = append(errs, c.TimeTrace.validate()...)
 	errs = append(errs, c.Live.validate()...)
 	return errors.Join(errs...)
 }

@@ -12,7 +12,7 @@ import (
 // buildMetricNames are the metrics the core makes only when asked
 // (CT_FLAG_BUILD_METRICS): with all of them disabled it is not asked.
 var buildMetricNames = []string{"cicd.pipeline.run.duration", "cicd.pipeline.run.errors", "ct.rule.duration", "ct.compiles",
-	"ct.build.critical_path.duration", "ct.build.parallelism"}
+	"ct.build.critical_path.duration", "ct.build.parallelism", "ct.clang.frontend", "ct.clang.backend", "ct.clang.header.parse"}
 
 // metricSwitches are mdatagen's `metrics` and `resource_attributes`
 // switches applied to what the core made: the core writes every metric and

@@ -122,6 +122,7 @@ fn encode(build: &Build, clock: &Clock, analytics: Option<&BuildAnalytics>, size
         analytics,
         semconv_root_span: false,
         pipeline_name: "",
+        clang: None,
     };
     encode_trace_request(input, size_hint, &mut Warnings::new()).0
 }

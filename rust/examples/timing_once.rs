@@ -4,7 +4,7 @@
 //! `--runs 1`) and best-of-N wall time.
 //!
 //! ```text
-//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals] [--build-metrics] [--stream SPANS]
+//! cargo run --release --example timing_once -- <invocation-dir | .../timing.json> [--runs N] [--all-signals] [--build-metrics] [--no-time-trace] [--stream SPANS]
 //! ```
 //!
 //! `--stream SPANS` times the receiver's path instead: `open_build`, then
@@ -12,6 +12,8 @@
 //! dropped before the next, as the receiver frees it after decoding).
 //! `--build-metrics` also asks for the build metrics with the host metric
 //! identity (the receiver's defaults; implies `--all-signals`).
+//! `--no-time-trace` turns `time_trace` off (to measure what looking for
+//! clang traces costs a build that has none).
 //!
 //! Output keys: `file_bytes`, `spans`, `otlp_bytes`, `runs_ms` (each
 //! `process_build` call), `best_ms`, `median_ms`, `vmhwm_kib` (this
@@ -32,7 +34,7 @@ use compiletools_core::{
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals] [--build-metrics] [--stream SPANS]"
+        "usage: timing_once <invocation-dir | timing.json> [--runs N] [--all-signals] [--build-metrics] [--no-time-trace] [--stream SPANS]"
     );
     ExitCode::from(2)
 }
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     let mut target: Option<PathBuf> = None;
     let mut runs: usize = 1;
+    let mut no_time_trace = false;
     let mut all_signals = false;
     let mut stream: Option<usize> = None;
     let mut build_metrics = false;
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
                 None => return usage(),
             },
             Some("--build-metrics") => (all_signals, build_metrics) = (true, true),
+            Some("--no-time-trace") => no_time_trace = true,
             _ if target.is_none() => target = Some(PathBuf::from(a)),
             _ => return usage(),
         }
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
     let file_bytes = std::fs::metadata(dir.join("timing.json")).map_or(0, |m| m.len());
 
     let mut req = BuildRequest::new(&dir, "bench-host");
+    req.time_trace.enabled = !no_time_trace;
     if build_metrics {
         req.build_metrics = true;
         req.metric_identity = MetricIdentity::Host;

@@ -188,6 +188,7 @@ fn main() -> ExitCode {
             analytics: Some(&analytics),
             semconv_root_span: false,
             pipeline_name: "",
+            clang: None,
         };
         // As process_build: the output goes into the text's buffer.
         let mut buffer = text.text.into_bytes();

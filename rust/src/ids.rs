@@ -34,6 +34,18 @@
 //! alone. Example: the third rule of the fifth phase has path `[4, 2]`, field
 //! `00 00 00 00 00 00 00 08 | 00 00 00 04 | 00 00 00 02`.
 //!
+//! **clang span_id** (8 bytes) of a child span of a compile span, made from
+//! an event of the compile's clang `-ftime-trace` file = the first 8 bytes of
+//! `SHA-256(field("ctotel/v1/clang-span") ‖ field(trace_id) ‖ field(index_path) ‖ field(ordinal))`
+//! where `index_path` is the compile rule's (as for its span id) and
+//! `ordinal` is one unsigned 32-bit big-endian integer: the event's position
+//! among the trace's events of the names the reader keeps (those
+//! ClangBuildAnalyzer reads: `ExecuteCompiler`, `Frontend`, `Backend`,
+//! `Source`, `ParseTemplate`, `ParseClass`, `InstantiateClass`,
+//! `InstantiateFunction`, `OptModule`, `OptFunction`), in file order, a
+//! `b`/`e` pair counting once. The threshold and caps that decide which
+//! events become spans do not change an event's id.
+//!
 //! **snapshot span_id** (8 bytes) of the `ct.ccache.snapshot` span that
 //! metrics-as-spans puts into a build's trace (design.md §2 fix 7) = the first
 //! 8 bytes of `SHA-256(field("ctotel/v1/ccache-snapshot") ‖ field(trace_id))`.
@@ -78,6 +90,8 @@ use sha2::{Digest, Sha256};
 const TRACE_DOMAIN: &[u8] = b"ctotel/v1/trace";
 /// Domain separation tag of span ids.
 const SPAN_DOMAIN: &[u8] = b"ctotel/v1/span";
+/// Domain separation tag of the clang child span ids.
+const CLANG_SPAN_DOMAIN: &[u8] = b"ctotel/v1/clang-span";
 /// Domain separation tag of the ccache snapshot span id.
 const SNAPSHOT_DOMAIN: &[u8] = b"ctotel/v1/ccache-snapshot";
 /// Domain separation tag of the CAS snapshot ids.
@@ -156,6 +170,16 @@ impl SpanIds {
         finish_nonzero(hasher, &mut id);
         id
     }
+}
+
+/// The span id of the clang event `ordinal` of the compile rule at
+/// `index_path` in `trace_id`.
+pub fn clang_span_id(trace_id: &[u8; 16], index_path: &[u32], ordinal: u32) -> [u8; 8] {
+    let path: Vec<u8> = index_path.iter().flat_map(|i| i.to_be_bytes()).collect();
+    let fields: [&[u8]; 4] = [CLANG_SPAN_DOMAIN, trace_id, &path, &ordinal.to_be_bytes()];
+    let mut id = [0u8; 8];
+    hash_nonzero(&fields, &mut id);
+    id
 }
 
 /// The span id of the build's `ct.ccache.snapshot` span in `trace_id`.
@@ -328,6 +352,22 @@ mod tests {
         // Distinct from the root's and any event's id in the same trace.
         assert_ne!(snapshot_span_id(&tid), span_id(&tid, &[]));
         assert_ne!(snapshot_span_id(&tid), span_id(&tid, &[u32::MAX]));
+    }
+
+    #[test]
+    fn clang_span_id_vectors() {
+        // Python: sha256(f(b"ctotel/v1/clang-span") + f(tid)
+        //   + f(b"".join(pack(">I", i) for i in path)) + f(pack(">I", o)))[:8]
+        let tid = trace_id(
+            "vm",
+            b"/home/dev/runs/01-geom-shake-cold/diag/20261130T034340-24175",
+            "2026-11-30T03:43:45.418084+00:00",
+        );
+        assert_eq!(to_hex(&tid), "0f3d7890ecf972a576c8476ff3fb263a");
+        assert_eq!(to_hex(&clang_span_id(&tid, &[4, 2], 0)), "55b1bc177fadabc1");
+        assert_eq!(to_hex(&clang_span_id(&tid, &[4, 2], 17)), "a6c77e5d62361a7c");
+        assert_eq!(to_hex(&clang_span_id(&[0; 16], &[], 0)), "d54e0a0b81e91c78");
+        assert_ne!(clang_span_id(&tid, &[4, 2], 0), span_id(&tid, &[4, 2, 0]));
     }
 
     #[test]

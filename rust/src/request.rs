@@ -70,6 +70,12 @@ pub struct BuildRequest {
     /// What the metrics' series identify: each build (ct-cake's form) or the
     /// host, whose builds then share series.
     pub metric_identity: MetricIdentity,
+    /// Also produce the build's log records (`ct.clang.header`, ...): the
+    /// logs signal, kept apart from [`Signals`] which only live builds
+    /// used before.
+    pub logs: bool,
+    /// The clang `-ftime-trace` files of the build's compiles.
+    pub time_trace: crate::timetrace::TimeTraceConfig,
 }
 
 /// What a build's metrics are the series of.
@@ -120,6 +126,8 @@ impl BuildRequest {
             history: None,
             build_metrics: false,
             metric_identity: MetricIdentity::Build,
+            logs: true,
+            time_trace: crate::timetrace::TimeTraceConfig::default(),
         }
     }
 }
@@ -135,6 +143,10 @@ pub struct Summary {
     pub dropped_attributes: u64,
     /// Human-readable warnings (non-fatal oddities in the input).
     pub warnings: Vec<String>,
+    /// clang traces read for the build's compiles.
+    pub clang_traces: u64,
+    /// clang traces found but refused (hostile, unreadable, not a trace).
+    pub clang_traces_refused: u64,
 }
 
 /// Serialized OTLP requests for one build.
@@ -144,6 +156,8 @@ pub struct BuildOutput {
     pub traces: Option<Vec<u8>>,
     /// `ExportMetricsServiceRequest` bytes, when metrics were asked for and exist.
     pub metrics: Option<Vec<u8>>,
+    /// `ExportLogsServiceRequest` bytes, when logs were asked for and exist.
+    pub logs: Option<Vec<u8>>,
     pub summary: Summary,
 }
 
@@ -152,7 +166,7 @@ impl BuildOutput {
     /// (bounded, see [`crate::retain`]): what a caller does once the bytes
     /// are sent.
     pub fn recycle(self) {
-        for bytes in [self.traces, self.metrics].into_iter().flatten() {
+        for bytes in [self.traces, self.metrics, self.logs].into_iter().flatten() {
             crate::retain::give_bytes(bytes);
         }
     }

@@ -455,6 +455,7 @@ fn ffi_returns_metrics_and_points() {
             vcs_provider_name: empty,
             history: std::ptr::null(),
             build_graph_path: empty,
+            time_trace: Default::default(),
         };
         let mut out = std::mem::MaybeUninit::<CtBuildResult>::uninit();
         // SAFETY: every view outlives the call; out is written by the call.

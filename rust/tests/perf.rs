@@ -127,6 +127,7 @@ fn stages(dir: &std::path::Path) {
         analytics: Some(&analytics),
         semconv_root_span: false,
         pipeline_name: "",
+        clang: None,
     };
     let text_len = text.text.len();
     drop(text);
@@ -196,6 +197,7 @@ fn analytics_share_of_process_build() {
             analytics,
             semconv_root_span: false,
             pipeline_name: "",
+            clang: None,
         };
         encode_trace_request(input, size, &mut Warnings::new()).0.len()
     };

@@ -41,3 +41,4 @@ mod prop_live;
 mod prop_side_files;
 mod prop_timing;
 mod statslog_unreadable;
+mod time_trace;

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -14,6 +15,7 @@ type Signals uint32
 const (
 	SignalTraces  Signals = 1 // CT_SIGNAL_TRACES
 	SignalMetrics Signals = 2 // CT_SIGNAL_METRICS
+	SignalLogs    Signals = 4 // CT_SIGNAL_LOGS
 )
 
 // Limits bound what the core reads; a zero field means the core's default.
@@ -22,6 +24,18 @@ type Limits struct {
 	MaxEvents       uint64
 	MaxDepth        uint32
 	MaxAttributeLen uint32
+}
+
+// TimeTrace holds the time_trace settings; a zero field means the core's
+// default.
+type TimeTrace struct {
+	Disabled           bool
+	MinEventMicros     uint64
+	MaxTraceBytes      uint64
+	MaxSpansPerCompile uint32
+	MaxSpansPerBuild   uint32
+	TopN               uint32
+	MaxLogRecords      uint32
 }
 
 // Attribute is one user resource attribute; order is kept.
@@ -61,6 +75,8 @@ type Request struct {
 	// BuildGraphPath is the build's generated build.ninja or Makefile
 	// ("{variant}" replaced by the core), for the exact critical path.
 	BuildGraphPath string
+	// TimeTrace says how the compiles' clang traces are read.
+	TimeTrace TimeTrace
 
 	// forcePanic makes the core panic inside the call (tests only).
 	forcePanic bool
@@ -80,6 +96,10 @@ type Summary struct {
 	MetricPoints      uint64
 	UnanchoredRules   uint64
 	DroppedAttributes uint64
+	// ClangTraces were read for the build's compiles; ClangTracesRefused
+	// were found but not read (each also a warning).
+	ClangTraces        uint64
+	ClangTracesRefused uint64
 }
 
 // Output is what every core call returns besides its own counts: each
@@ -90,7 +110,11 @@ type Output struct {
 	HasTraces  bool
 	Metrics    pmetric.Metrics
 	HasMetrics bool
-	Warnings   []string
+	// Logs are the build's log records (ct.clang.header, ...), with
+	// SignalLogs.
+	Logs     plog.Logs
+	HasLogs  bool
+	Warnings []string
 }
 
 // Result is one build as pdata.

@@ -20,6 +20,12 @@
 #define CT_SIGNAL_METRICS 2
 
 /**
+ * Bit of `CtBuildRequest.signals`: produce the build's
+ * `ExportLogsServiceRequest` bytes (`ct.clang.header`, ...).
+ */
+#define CT_SIGNAL_LOGS 4
+
+/**
  * Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
  */
 #define CT_FLAG_METRICS_AS_SPANS 1
@@ -43,6 +49,12 @@
  * its own series, as ct-cake sends them.
  */
 #define CT_FLAG_HOST_METRIC_IDENTITY 8
+
+/**
+ * Flag: do not look for the compiles' clang `-ftime-trace` files
+ * (`time_trace.enabled: false`).
+ */
+#define CT_FLAG_TIME_TRACE_OFF 16
 
 /**
  * Flag (test hook): panic inside the call, to prove the guard holds.
@@ -215,6 +227,18 @@ typedef struct {
 } CtLimits;
 
 /**
+ * The `time_trace` settings; a zero field means "use the default".
+ */
+typedef struct {
+  uint64_t min_event_us;
+  uint64_t max_trace_bytes;
+  uint32_t max_spans_per_compile;
+  uint32_t max_spans_per_build;
+  uint32_t top_n;
+  uint32_t max_log_records;
+} CtTimeTrace;
+
+/**
  * One build to process. Every view is borrowed for the call only; an empty
  * view means "absent".
  */
@@ -260,6 +284,10 @@ typedef struct {
    * critical path (`{variant}` is replaced by the build's variant).
    */
   CtByteView build_graph_path;
+  /**
+   * How the compiles' clang traces are read (off: `CT_FLAG_TIME_TRACE_OFF`).
+   */
+  CtTimeTrace time_trace;
 } CtBuildRequest;
 
 /**
@@ -282,6 +310,11 @@ typedef struct {
   uint64_t unanchored_rules;
   uint64_t dropped_attributes;
   uint64_t warnings;
+  /**
+   * clang traces read, and found but refused.
+   */
+  uint64_t clang_traces;
+  uint64_t clang_traces_refused;
 } CtSummary;
 
 /**
@@ -305,6 +338,10 @@ typedef struct {
    * The error message when the call returned non-zero (UTF-8).
    */
   CtBuffer error_message;
+  /**
+   * `ExportLogsServiceRequest` protobuf (`CT_SIGNAL_LOGS`).
+   */
+  CtBuffer logs;
 } CtBuildResult;
 
 /**

@@ -3,6 +3,7 @@ package ffi
 import (
 	"strings"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -30,6 +31,13 @@ func decodeOutput(code Code, message, warnings, traces, metrics []byte) (Output,
 		return Output{}, err
 	}
 	return out, nil
+}
+
+// decodeLogs adds a build's log records (CT_SIGNAL_LOGS) to out.
+func decodeLogs(out *Output, logs []byte) error {
+	var err error
+	out.Logs, out.HasLogs, err = decodeSignal(logs, "logs", (&plog.ProtoUnmarshaler{}).UnmarshalLogs)
+	return err
 }
 
 // decodeSignal unmarshals one signal's OTLP bytes; empty bytes mean the

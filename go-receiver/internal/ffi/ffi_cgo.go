@@ -22,6 +22,9 @@ func Process(ctx context.Context, req Request) (Result, error) {
 		defer C.ct_build_result_free(&out)
 		code := C.ct_process_build(&creq, s.token, &out)
 		output, err := decodeOutput(Code(code), bufferBytes(out.error_message), bufferBytes(out.warnings), bufferBytes(out.traces), bufferBytes(out.metrics))
+		if err == nil {
+			err = decodeLogs(&output, bufferBytes(out.logs))
+		}
 		if err != nil {
 			return err
 		}
@@ -47,6 +50,9 @@ func (s *callScope) buildRequest(req Request) (creq C.CtBuildRequest, release fu
 	}
 	if req.HostMetricIdentity {
 		flags |= C.CT_FLAG_HOST_METRIC_IDENTITY
+	}
+	if req.TimeTrace.Disabled {
+		flags |= C.CT_FLAG_TIME_TRACE_OFF
 	}
 	if req.forcePanic {
 		flags |= C.CT_FLAG_FORCE_PANIC
@@ -76,6 +82,14 @@ func (s *callScope) buildRequest(req Request) (creq C.CtBuildRequest, release fu
 		vcs_repository_url_full: s.view(req.VCS.RepositoryURLFull),
 		vcs_provider_name:       s.view(req.VCS.ProviderName),
 		build_graph_path:        s.view(req.BuildGraphPath),
+		time_trace: C.CtTimeTrace{
+			min_event_us:          C.uint64_t(req.TimeTrace.MinEventMicros),
+			max_trace_bytes:       C.uint64_t(req.TimeTrace.MaxTraceBytes),
+			max_spans_per_compile: C.uint32_t(req.TimeTrace.MaxSpansPerCompile),
+			max_spans_per_build:   C.uint32_t(req.TimeTrace.MaxSpansPerBuild),
+			top_n:                 C.uint32_t(req.TimeTrace.TopN),
+			max_log_records:       C.uint32_t(req.TimeTrace.MaxLogRecords),
+		},
 	}
 	creq.history, release = req.History.acquire()
 	return creq, release
@@ -83,10 +97,12 @@ func (s *callScope) buildRequest(req Request) (creq C.CtBuildRequest, release fu
 
 func summaryOf(out *C.CtBuildResult) Summary {
 	return Summary{
-		Spans:             uint64(out.summary.spans),
-		MetricPoints:      uint64(out.summary.metric_points),
-		UnanchoredRules:   uint64(out.summary.unanchored_rules),
-		DroppedAttributes: uint64(out.summary.dropped_attributes),
+		Spans:              uint64(out.summary.spans),
+		MetricPoints:       uint64(out.summary.metric_points),
+		UnanchoredRules:    uint64(out.summary.unanchored_rules),
+		DroppedAttributes:  uint64(out.summary.dropped_attributes),
+		ClangTraces:        uint64(out.summary.clang_traces),
+		ClangTracesRefused: uint64(out.summary.clang_traces_refused),
 	}
 }
 

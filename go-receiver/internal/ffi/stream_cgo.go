@@ -38,6 +38,9 @@ func Open(ctx context.Context, req Request, maxChunkSpans int) (Result, *TraceSt
 		var handle *C.CtBuildStream
 		code := C.ct_build_open(&creq, C.uint64_t(max(maxChunkSpans, 0)), s.token, &out, &handle)
 		output, err := decodeOutput(Code(code), bufferBytes(out.error_message), bufferBytes(out.warnings), nil, bufferBytes(out.metrics))
+		if err == nil {
+			err = decodeLogs(&output, bufferBytes(out.logs))
+		}
 		if err != nil {
 			C.ct_build_stream_close(handle) // null on error; closed anyway should one come
 			return err

@@ -307,6 +307,66 @@ func (ms *CtCcacheRemoteHitRateMetricConfig) Unmarshal(parser *confmap.Conf) err
 	return nil
 }
 
+// CtClangBackendMetricConfig provides config for the ct.clang.backend metric.
+type CtClangBackendMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtClangBackendMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtClangFrontendMetricConfig provides config for the ct.clang.frontend metric.
+type CtClangFrontendMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtClangFrontendMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// CtClangHeaderParseMetricConfig provides config for the ct.clang.header.parse metric.
+type CtClangHeaderParseMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtClangHeaderParseMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // CtCompilesMetricConfig provides config for the ct.compiles metric.
 type CtCompilesMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -384,6 +444,9 @@ type MetricsConfig struct {
 	CtCcacheEvents              CtCcacheEventsMetricConfig              `mapstructure:"ct.ccache.events"`
 	CtCcacheHitRate             CtCcacheHitRateMetricConfig             `mapstructure:"ct.ccache.hit_rate"`
 	CtCcacheRemoteHitRate       CtCcacheRemoteHitRateMetricConfig       `mapstructure:"ct.ccache.remote_hit_rate"`
+	CtClangBackend              CtClangBackendMetricConfig              `mapstructure:"ct.clang.backend"`
+	CtClangFrontend             CtClangFrontendMetricConfig             `mapstructure:"ct.clang.frontend"`
+	CtClangHeaderParse          CtClangHeaderParseMetricConfig          `mapstructure:"ct.clang.header.parse"`
 	CtCompiles                  CtCompilesMetricConfig                  `mapstructure:"ct.compiles"`
 	CtLiveCompiles              CtLiveCompilesMetricConfig              `mapstructure:"ct.live.compiles"`
 	CtRuleDuration              CtRuleDurationMetricConfig              `mapstructure:"ct.rule.duration"`
@@ -434,6 +497,15 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		CtCcacheRemoteHitRate: CtCcacheRemoteHitRateMetricConfig{
+			Enabled: true,
+		},
+		CtClangBackend: CtClangBackendMetricConfig{
+			Enabled: true,
+		},
+		CtClangFrontend: CtClangFrontendMetricConfig{
+			Enabled: true,
+		},
+		CtClangHeaderParse: CtClangHeaderParseMetricConfig{
 			Enabled: true,
 		},
 		CtCompiles: CtCompilesMetricConfig{

@@ -71,6 +71,15 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CtCcacheRemoteHitRate: CtCcacheRemoteHitRateMetricConfig{
 						Enabled: true,
 					},
+					CtClangBackend: CtClangBackendMetricConfig{
+						Enabled: true,
+					},
+					CtClangFrontend: CtClangFrontendMetricConfig{
+						Enabled: true,
+					},
+					CtClangHeaderParse: CtClangHeaderParseMetricConfig{
+						Enabled: true,
+					},
 					CtCompiles: CtCompilesMetricConfig{
 						Enabled: true,
 					},
@@ -151,6 +160,15 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CtCcacheRemoteHitRate: CtCcacheRemoteHitRateMetricConfig{
 						Enabled: false,
 					},
+					CtClangBackend: CtClangBackendMetricConfig{
+						Enabled: false,
+					},
+					CtClangFrontend: CtClangFrontendMetricConfig{
+						Enabled: false,
+					},
+					CtClangHeaderParse: CtClangHeaderParseMetricConfig{
+						Enabled: false,
+					},
 					CtCompiles: CtCompilesMetricConfig{
 						Enabled: false,
 					},
@@ -186,7 +204,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunActiveMetricConfig{}, CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunActiveMetricConfig{}, CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtClangBackendMetricConfig{}, CtClangFrontendMetricConfig{}, CtClangHeaderParseMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

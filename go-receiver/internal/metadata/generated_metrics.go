@@ -258,6 +258,18 @@ var MetricsInfo = metricsInfo{
 		Name:       "ct.ccache.remote_hit_rate",
 		Attributes: []string{"ct.variant", "cicd.pipeline.name"},
 	},
+	CtClangBackend: metricInfo{
+		Name:       "ct.clang.backend",
+		Attributes: []string{"cicd.pipeline.name", "ct.variant"},
+	},
+	CtClangFrontend: metricInfo{
+		Name:       "ct.clang.frontend",
+		Attributes: []string{"cicd.pipeline.name", "ct.variant"},
+	},
+	CtClangHeaderParse: metricInfo{
+		Name:       "ct.clang.header.parse",
+		Attributes: []string{"ct.header.path", "cicd.pipeline.name", "ct.variant"},
+	},
 	CtCompiles: metricInfo{
 		Name:       "ct.compiles",
 		Attributes: []string{"ct.rule.cache_layer", "ct.variant"},
@@ -288,6 +300,9 @@ type metricsInfo struct {
 	CtCcacheEvents              metricInfo
 	CtCcacheHitRate             metricInfo
 	CtCcacheRemoteHitRate       metricInfo
+	CtClangBackend              metricInfo
+	CtClangFrontend             metricInfo
+	CtClangHeaderParse          metricInfo
 	CtCompiles                  metricInfo
 	CtLiveCompiles              metricInfo
 	CtRuleDuration              metricInfo
@@ -1110,6 +1125,172 @@ func newMetricCtCcacheRemoteHitRate(cfg CtCcacheRemoteHitRateMetricConfig) metri
 	return m
 }
 
+type metricCtClangBackend struct {
+	data     pmetric.Metric             // data buffer for generated metric.
+	config   CtClangBackendMetricConfig // metric config provided by user.
+	capacity int                        // max observed number of data points added to the metric.
+}
+
+// init fills ct.clang.backend metric with initial data.
+func (m *metricCtClangBackend) init() {
+	m.data.SetName("ct.clang.backend")
+	m.data.SetDescription("Time clang spent in its backend (optimisation, code generation) over the build's compiles, from their -ftime-trace files. Only builds with traces.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtClangBackend) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtClangBackend) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtClangBackend) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtClangBackend(cfg CtClangBackendMetricConfig) metricCtClangBackend {
+	m := metricCtClangBackend{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtClangFrontend struct {
+	data     pmetric.Metric              // data buffer for generated metric.
+	config   CtClangFrontendMetricConfig // metric config provided by user.
+	capacity int                         // max observed number of data points added to the metric.
+}
+
+// init fills ct.clang.frontend metric with initial data.
+func (m *metricCtClangFrontend) init() {
+	m.data.SetName("ct.clang.frontend")
+	m.data.SetDescription("Time clang spent in its frontend (parsing, semantic analysis, template instantiation) over the build's compiles, from their -ftime-trace files (ClangBuildAnalyzer's Time summary). Only builds with traces.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtClangFrontend) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtClangFrontend) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtClangFrontend) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtClangFrontend(cfg CtClangFrontendMetricConfig) metricCtClangFrontend {
+	m := metricCtClangFrontend{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricCtClangHeaderParse struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   CtClangHeaderParseMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills ct.clang.header.parse metric with initial data.
+func (m *metricCtClangHeaderParse) init() {
+	m.data.SetName("ct.clang.header.parse")
+	m.data.SetDescription("Inclusive parse time of each of the build's most expensive headers (its time_trace.top_n only, ClangBuildAnalyzer's Expensive headers), from -ftime-trace.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtClangHeaderParse) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, ctHeaderPathAttributeValue string, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("ct.header.path", ctHeaderPathAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtClangHeaderParse) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtClangHeaderParse) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtClangHeaderParse(cfg CtClangHeaderParseMetricConfig) metricCtClangHeaderParse {
+	m := metricCtClangHeaderParse{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricCtCompiles struct {
 	data     pmetric.Metric         // data buffer for generated metric.
 	config   CtCompilesMetricConfig // metric config provided by user.
@@ -1300,6 +1481,9 @@ type MetricsBuilder struct {
 	metricCtCcacheEvents              metricCtCcacheEvents
 	metricCtCcacheHitRate             metricCtCcacheHitRate
 	metricCtCcacheRemoteHitRate       metricCtCcacheRemoteHitRate
+	metricCtClangBackend              metricCtClangBackend
+	metricCtClangFrontend             metricCtClangFrontend
+	metricCtClangHeaderParse          metricCtClangHeaderParse
 	metricCtCompiles                  metricCtCompiles
 	metricCtLiveCompiles              metricCtLiveCompiles
 	metricCtRuleDuration              metricCtRuleDuration
@@ -1343,6 +1527,9 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricCtCcacheEvents:              newMetricCtCcacheEvents(mbc.Metrics.CtCcacheEvents),
 		metricCtCcacheHitRate:             newMetricCtCcacheHitRate(mbc.Metrics.CtCcacheHitRate),
 		metricCtCcacheRemoteHitRate:       newMetricCtCcacheRemoteHitRate(mbc.Metrics.CtCcacheRemoteHitRate),
+		metricCtClangBackend:              newMetricCtClangBackend(mbc.Metrics.CtClangBackend),
+		metricCtClangFrontend:             newMetricCtClangFrontend(mbc.Metrics.CtClangFrontend),
+		metricCtClangHeaderParse:          newMetricCtClangHeaderParse(mbc.Metrics.CtClangHeaderParse),
 		metricCtCompiles:                  newMetricCtCompiles(mbc.Metrics.CtCompiles),
 		metricCtLiveCompiles:              newMetricCtLiveCompiles(mbc.Metrics.CtLiveCompiles),
 		metricCtRuleDuration:              newMetricCtRuleDuration(mbc.Metrics.CtRuleDuration),
@@ -1535,6 +1722,9 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricCtCcacheEvents.emit(ils.Metrics())
 	mb.metricCtCcacheHitRate.emit(ils.Metrics())
 	mb.metricCtCcacheRemoteHitRate.emit(ils.Metrics())
+	mb.metricCtClangBackend.emit(ils.Metrics())
+	mb.metricCtClangFrontend.emit(ils.Metrics())
+	mb.metricCtClangHeaderParse.emit(ils.Metrics())
 	mb.metricCtCompiles.emit(ils.Metrics())
 	mb.metricCtLiveCompiles.emit(ils.Metrics())
 	mb.metricCtRuleDuration.emit(ils.Metrics())
@@ -1642,6 +1832,21 @@ func (mb *MetricsBuilder) RecordCtCcacheHitRateDataPoint(ts pcommon.Timestamp, v
 // RecordCtCcacheRemoteHitRateDataPoint adds a data point to ct.ccache.remote_hit_rate metric.
 func (mb *MetricsBuilder) RecordCtCcacheRemoteHitRateDataPoint(ts pcommon.Timestamp, val float64, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
 	mb.metricCtCcacheRemoteHitRate.recordDataPoint(mb.startTime, ts, val, ctVariantAttributeValue, cicdPipelineNameAttributeValue)
+}
+
+// RecordCtClangBackendDataPoint adds a data point to ct.clang.backend metric.
+func (mb *MetricsBuilder) RecordCtClangBackendDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string) {
+	mb.metricCtClangBackend.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, ctVariantAttributeValue)
+}
+
+// RecordCtClangFrontendDataPoint adds a data point to ct.clang.frontend metric.
+func (mb *MetricsBuilder) RecordCtClangFrontendDataPoint(ts pcommon.Timestamp, val float64, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string) {
+	mb.metricCtClangFrontend.recordDataPoint(mb.startTime, ts, val, cicdPipelineNameAttributeValue, ctVariantAttributeValue)
+}
+
+// RecordCtClangHeaderParseDataPoint adds a data point to ct.clang.header.parse metric.
+func (mb *MetricsBuilder) RecordCtClangHeaderParseDataPoint(ts pcommon.Timestamp, val float64, ctHeaderPathAttributeValue string, cicdPipelineNameAttributeValue string, ctVariantAttributeValue string) {
+	mb.metricCtClangHeaderParse.recordDataPoint(mb.startTime, ts, val, ctHeaderPathAttributeValue, cicdPipelineNameAttributeValue, ctVariantAttributeValue)
 }
 
 // RecordCtCompilesDataPoint adds a data point to ct.compiles metric.

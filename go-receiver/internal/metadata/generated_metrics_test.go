@@ -113,6 +113,15 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordCtCcacheRemoteHitRateDataPoint(ts, 1, "ct.variant-val", "cicd.pipeline.name-val")
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordCtClangBackendDataPoint(ts, 1, "cicd.pipeline.name-val", "ct.variant-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtClangFrontendDataPoint(ts, 1, "cicd.pipeline.name-val", "ct.variant-val")
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordCtClangHeaderParseDataPoint(ts, 1, "ct.header.path-val", "cicd.pipeline.name-val", "ct.variant-val")
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordCtCompilesDataPoint(ts, 1, AttributeCtRuleCacheLayerCas, "ct.variant-val")
 			defaultMetricsCount++
 			allMetricsCount++
@@ -460,6 +469,69 @@ func TestMetricsBuilder(t *testing.T) {
 					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
 					assert.True(t, ok)
 					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+				case "ct.clang.backend":
+					assert.False(t, validatedMetrics["ct.clang.backend"], "Found a duplicate in the metrics slice: ct.clang.backend")
+					validatedMetrics["ct.clang.backend"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time clang spent in its backend (optimisation, code generation) over the build's compiles, from their -ftime-trace files. Only builds with traces.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+				case "ct.clang.frontend":
+					assert.False(t, validatedMetrics["ct.clang.frontend"], "Found a duplicate in the metrics slice: ct.clang.frontend")
+					validatedMetrics["ct.clang.frontend"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time clang spent in its frontend (parsing, semantic analysis, template instantiation) over the build's compiles, from their -ftime-trace files (ClangBuildAnalyzer's Time summary). Only builds with traces.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+				case "ct.clang.header.parse":
+					assert.False(t, validatedMetrics["ct.clang.header.parse"], "Found a duplicate in the metrics slice: ct.clang.header.parse")
+					validatedMetrics["ct.clang.header.parse"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Inclusive parse time of each of the build's most expensive headers (its time_trace.top_n only, ClangBuildAnalyzer's Expensive headers), from -ftime-trace.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					ctHeaderPathAttrVal, ok := dp.Attributes().Get("ct.header.path")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.header.path-val", ctHeaderPathAttrVal.Str())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
 				case "ct.compiles":
 					assert.False(t, validatedMetrics["ct.compiles"], "Found a duplicate in the metrics slice: ct.compiles")
 					validatedMetrics["ct.compiles"] = true

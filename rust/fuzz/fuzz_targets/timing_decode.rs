@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
         analytics: Some(&analytics),
         semconv_root_span: false,
         pipeline_name: "",
+        clang: None,
     };
     let (bytes, stats) = encode_trace_request(input(), text.text.len(), &mut warnings);
     let (request, stats_b) = build_trace_request(input(), &mut Warnings::new());

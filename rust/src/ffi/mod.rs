@@ -29,6 +29,7 @@ use crate::cancel::CancelToken;
 use crate::error::ErrorCode;
 use crate::pipeline::process_build;
 use crate::request::{BuildOutput, BuildRequest, Limits, MetricIdentity, Signals, Summary, Vcs};
+use crate::timetrace::TimeTraceConfig;
 
 pub use abi::ct_header_sha256;
 pub use stream::{CtBuildStream, CtChunkResult, CtTraceStreamInfo, CT_FLAG_FORCE_PANIC_IN_CHUNK};
@@ -37,6 +38,9 @@ pub use stream::{CtBuildStream, CtChunkResult, CtTraceStreamInfo, CT_FLAG_FORCE_
 pub const CT_SIGNAL_TRACES: u32 = 1;
 /// Bit of `CtBuildRequest.signals`: produce `ExportMetricsServiceRequest` bytes.
 pub const CT_SIGNAL_METRICS: u32 = 2;
+/// Bit of `CtBuildRequest.signals`: produce the build's
+/// `ExportLogsServiceRequest` bytes (`ct.clang.header`, ...).
+pub const CT_SIGNAL_LOGS: u32 = 4;
 
 /// Flag: emit ccache snapshots as `ct.ccache.snapshot` spans instead of metrics.
 pub const CT_FLAG_METRICS_AS_SPANS: u32 = 1;
@@ -51,6 +55,9 @@ pub const CT_FLAG_BUILD_METRICS: u32 = 4;
 /// shared by the host's builds, per-build deltas); without it each build is
 /// its own series, as ct-cake sends them.
 pub const CT_FLAG_HOST_METRIC_IDENTITY: u32 = 8;
+/// Flag: do not look for the compiles' clang `-ftime-trace` files
+/// (`time_trace.enabled: false`).
+pub const CT_FLAG_TIME_TRACE_OFF: u32 = 16;
 /// Flag (test hook): panic inside the call, to prove the guard holds.
 pub const CT_FLAG_FORCE_PANIC: u32 = 0x8000_0000;
 
@@ -62,6 +69,18 @@ pub struct CtLimits {
     pub max_events: u64,
     pub max_depth: u32,
     pub max_attribute_len: u32,
+}
+
+/// The `time_trace` settings; a zero field means "use the default".
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CtTimeTrace {
+    pub min_event_us: u64,
+    pub max_trace_bytes: u64,
+    pub max_spans_per_compile: u32,
+    pub max_spans_per_build: u32,
+    pub top_n: u32,
+    pub max_log_records: u32,
 }
 
 /// One build to process. Every view is borrowed for the call only; an empty
@@ -96,6 +115,8 @@ pub struct CtBuildRequest {
     /// The build's generated `build.ninja` / Makefile for the exact
     /// critical path (`{variant}` is replaced by the build's variant).
     pub build_graph_path: CtByteView,
+    /// How the compiles' clang traces are read (off: `CT_FLAG_TIME_TRACE_OFF`).
+    pub time_trace: CtTimeTrace,
 }
 
 /// Counts about one processed build.
@@ -107,6 +128,9 @@ pub struct CtSummary {
     pub unanchored_rules: u64,
     pub dropped_attributes: u64,
     pub warnings: u64,
+    /// clang traces read, and found but refused.
+    pub clang_traces: u64,
+    pub clang_traces_refused: u64,
 }
 
 /// Everything one call returns. All buffers are empty (null) when unused.
@@ -122,6 +146,8 @@ pub struct CtBuildResult {
     pub warnings: CtBuffer,
     /// The error message when the call returned non-zero (UTF-8).
     pub error_message: CtBuffer,
+    /// `ExportLogsServiceRequest` protobuf (`CT_SIGNAL_LOGS`).
+    pub logs: CtBuffer,
 }
 
 impl CallResult for CtBuildResult {
@@ -132,6 +158,7 @@ impl CallResult for CtBuildResult {
             summary: CtSummary::default(),
             warnings: CtBuffer::empty(),
             error_message: CtBuffer::empty(),
+            logs: CtBuffer::empty(),
         }
     }
 
@@ -145,6 +172,7 @@ impl CallResult for CtBuildResult {
             &mut self.metrics,
             &mut self.warnings,
             &mut self.error_message,
+            &mut self.logs,
         ]
     }
 }
@@ -209,6 +237,7 @@ pub unsafe extern "C" fn ct_process_build(
         fill_summary(out, &output.summary);
         out.traces = optional_buffer(output.traces);
         out.metrics = optional_buffer(output.metrics);
+        out.logs = optional_buffer(output.logs);
     };
     // SAFETY: forwarded to the caller (see above).
     unsafe { export(req, cancel, out, body, fill) }
@@ -231,6 +260,8 @@ fn fill_summary(out: &mut CtBuildResult, s: &Summary) {
         unanchored_rules: s.unanchored_rules,
         dropped_attributes: s.dropped_attributes,
         warnings: s.warnings.len() as u64,
+        clang_traces: s.clang_traces,
+        clang_traces_refused: s.clang_traces_refused,
     };
     out.warnings = lines_buffer(&s.warnings);
 }
@@ -275,6 +306,8 @@ unsafe fn decode_request(req: &CtBuildRequest) -> Result<BuildRequest, String> {
         request.metric_identity = MetricIdentity::Host;
     }
     request.limits = decode_limits(&req.limits);
+    request.logs = req.signals & CT_SIGNAL_LOGS != 0;
+    request.time_trace = decode_time_trace(&req.time_trace, req.flags & CT_FLAG_TIME_TRACE_OFF == 0);
     request.pipeline_name = text_of(pipeline);
     request.vcs = Vcs {
         ref_head_name: text_of(ref_name),
@@ -311,6 +344,28 @@ fn decode_limits(l: &CtLimits) -> Limits {
         max_events: or(l.max_events, d.max_events),
         max_depth: or(l.max_depth, d.max_depth),
         max_attribute_len: or(l.max_attribute_len, d.max_attribute_len),
+    }
+}
+
+/// Zero in a `CtTimeTrace` field means "the default".
+fn decode_time_trace(t: &CtTimeTrace, enabled: bool) -> crate::timetrace::TimeTraceConfig {
+    let d = crate::timetrace::TimeTraceConfig::default();
+    let nonzero32 = |v: u32, default: u32| if v == 0 { default } else { v };
+    TimeTraceConfig {
+        enabled,
+        min_event_us: i64::try_from(t.min_event_us)
+            .ok()
+            .filter(|v| *v != 0)
+            .unwrap_or(d.min_event_us),
+        max_spans_per_compile: nonzero32(t.max_spans_per_compile, d.max_spans_per_compile),
+        max_spans_per_build: nonzero32(t.max_spans_per_build, d.max_spans_per_build),
+        top_n: nonzero32(t.top_n, d.top_n),
+        max_log_records: nonzero32(t.max_log_records, d.max_log_records),
+        max_trace_bytes: if t.max_trace_bytes == 0 {
+            d.max_trace_bytes
+        } else {
+            t.max_trace_bytes
+        },
     }
 }
 
@@ -368,6 +423,7 @@ pub(crate) mod tests {
             vcs_provider_name: empty,
             history: std::ptr::null(),
             build_graph_path: empty,
+            time_trace: CtTimeTrace::default(),
         }
     }
 

@@ -121,6 +121,7 @@ pub unsafe extern "C" fn ct_build_open(
     let fill = |out: &mut CtBuildResult, (opened, panic_in_chunk): (crate::pipeline::BuildStream, bool)| {
         fill_summary(out, &opened.output.summary);
         out.metrics = optional_buffer(opened.output.metrics);
+        out.logs = optional_buffer(opened.output.logs);
         // Last: nothing after this can panic, so a handle is never lost.
         if let Some(chunks) = opened.traces {
             let handle = Box::into_raw(Box::new(CtBuildStream::new(chunks, panic_in_chunk)));

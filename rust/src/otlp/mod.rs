@@ -3,7 +3,8 @@
 //! that builds them: the build's trace ([`trace`], root attributes in
 //! [`root`]), the ccache metrics ([`metrics`]) or their metrics-as-spans
 //! form ([`snapshot`]), the build metrics ([`build_metrics`], histograms
-//! with exemplars in [`histogram`]), and the CAS gauges or snapshot span ([`cas`]); all
+//! with exemplars in [`histogram`]), a build's clang traces' rollup
+//! ([`clang`]), and the CAS gauges or snapshot span ([`cas`]); all
 //! on one vocabulary of attributes ([`attributes`]), resources
 //! ([`resource`]) and scopes ([`scope`]).
 
@@ -11,6 +12,7 @@ pub mod analytics;
 pub mod attributes;
 pub mod build_metrics;
 pub mod cas;
+pub mod clang;
 pub mod histogram;
 pub mod history;
 pub mod logs;

@@ -18,6 +18,10 @@
 //!    whole ([`process_build`]) or as requests encoded on demand
 //!    ([`open_build`]).
 //!
+//! Between steps 4 and 5, the compiles' clang `-ftime-trace` files
+//! ([`super::time_trace`]): child spans of the compile spans, root
+//! attributes, metrics and the build's log records.
+//!
 //! The trace's plan (span ids, parents, counts: `otlp::trace::TracePlan`)
 //! needs only the build after step 4, its clock and its trace id; for a
 //! large build it is made on a second thread while this one does steps
@@ -32,6 +36,7 @@ use std::path::Path;
 use super::alongside::alongside;
 use super::history;
 use super::identity::{metric_series, Identity};
+use super::time_trace;
 use crate::analytics;
 use crate::cancel::CancelToken;
 use crate::error::Error;
@@ -56,6 +61,7 @@ use crate::otlp::{
 use crate::outcomes;
 use crate::request::{BuildOutput, BuildRequest, MetricIdentity, Summary};
 use crate::statslog::{self, Keep, Statslog};
+use crate::timetrace::BuildTraces;
 use crate::timing::{self, aggregates, Build, TIMING_FILE};
 use crate::warnings::Warnings;
 
@@ -181,6 +187,8 @@ struct TraceToDo {
     /// The build analytics (exact critical path where a build graph was
     /// given), with the compile history's numbers.
     analytics: analytics::BuildAnalytics,
+    /// The compiles' clang traces.
+    clang: Option<BuildTraces>,
     warnings: Warnings,
 }
 
@@ -256,16 +264,24 @@ fn read_build(
 
     let history = req.history.as_deref().filter(|_| wanted.traces || wanted.metrics);
     let ccache_metrics = wanted.metrics && ccache.is_some();
-    if !(wanted.traces || wanted.build_metrics || ccache_metrics || history.is_some()) {
+    let clang_wanted = req.time_trace.enabled && (wanted.traces || wanted.build_metrics || req.logs);
+    if !(wanted.traces || wanted.build_metrics || ccache_metrics || history.is_some() || clang_wanted) {
         output.summary.warnings = warnings.into_lines();
         return Ok(ReadBuild { trace: None });
     }
     let id = Identity::of(req, &build, &path, &mut warnings)?;
     // The compile history needs the rules' cache layers (side files), for
     // the trace's attributes or the time-saved metric.
-    if wanted.traces || wanted.build_metrics || history.is_some() {
+    if wanted.traces || wanted.build_metrics || history.is_some() || clang_wanted {
         apply_side_files(req, &dir, &mut build, ccache.as_ref(), &mut warnings);
         cancel.check()?;
+    }
+    let clang = clang_wanted
+        .then(|| time_trace::collect(req, &build, &id.clock, cancel, &mut warnings))
+        .transpose()?
+        .flatten();
+    if let Some(c) = &clang {
+        time_trace::summarise(req, c, &id, &mut output.summary, &mut output.logs);
     }
     let analysis = Analysis {
         req,
@@ -276,6 +292,7 @@ fn read_build(
         history,
         timing_modified,
         wanted,
+        clang: clang.as_ref(),
     };
     if !wanted.traces {
         analysis.run(output, &mut warnings)?;
@@ -286,10 +303,13 @@ fn read_build(
     // needs nothing of what this thread computes meanwhile.
     let (done, plan) = alongside(
         build.event_count() >= plan_alongside_min_events && crate::cores::second_core(),
-        || TracePlan::make(&build, &id.clock, &id.trace_id),
+        || TracePlan::make(&build, &id.clock, &id.trace_id, clang.as_ref()),
         || {
             let analytics = analysis.run(output, &mut warnings)?;
-            let root_attributes = trace_root_attributes(req, &build, ccache.as_ref(), &analytics);
+            let mut root_attributes = trace_root_attributes(req, &build, ccache.as_ref(), &analytics);
+            if let Some(c) = &clang {
+                root_attributes.extend(time_trace::root_attributes(req, c));
+            }
             let snapshot = ccache.as_ref().filter(|_| wanted.snapshot);
             let extra = snapshot_spans(req, snapshot, &id, &mut warnings);
             Ok::<_, Error>((analytics, root_attributes, extra))
@@ -304,6 +324,7 @@ fn read_build(
         plan,
         out_buffer,
         analytics,
+        clang,
         warnings,
     };
     Ok(ReadBuild { trace: Some(trace) })
@@ -329,6 +350,7 @@ struct Analysis<'x> {
     history: Option<&'x crate::history::History>,
     timing_modified: Option<std::time::SystemTime>,
     wanted: Wanted,
+    clang: Option<&'x BuildTraces>,
 }
 
 impl Analysis<'_> {
@@ -348,6 +370,7 @@ impl Analysis<'_> {
             history,
             timing_modified,
             wanted,
+            clang,
         } = *self;
         let history = history.map(|h| {
             history::evaluate(
@@ -379,6 +402,7 @@ impl Analysis<'_> {
         if ccache_metrics || wanted.build_metrics {
             let log = ccache.filter(|_| wanted.metrics);
             let build_metrics = wanted.build_metrics.then_some((build, &analytics));
+            let build_metrics = build_metrics.map(|(b, a)| (b, a, clang));
             let (bytes, points) = encode_metrics(req, log, build_metrics, id, warnings);
             output.metrics = Some(bytes);
             output.summary.metric_points = points;
@@ -415,7 +439,7 @@ fn append_time_saved(
 fn encode_metrics(
     req: &BuildRequest,
     ccache: Option<&Statslog>,
-    build: Option<(&Build, &analytics::BuildAnalytics)>,
+    build: Option<(&Build, &analytics::BuildAnalytics, Option<&BuildTraces>)>,
     id: &Identity,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, u64) {
@@ -438,7 +462,7 @@ fn encode_metrics(
         scope_metrics.push(scope);
         points += n;
     }
-    if let Some((build, analytics)) = build {
+    if let Some((build, analytics, clang)) = build {
         let input = BuildMetricsInput {
             build,
             clock: &id.clock,
@@ -451,9 +475,12 @@ fn encode_metrics(
             analytics: analytics.summary(),
             history: analytics.history(),
         };
-        let (scope, n) = build_scope_metrics(&input);
-        scope_metrics.push(scope);
+        let (mut scope, n) = build_scope_metrics(&input);
         points += n;
+        if let Some(c) = clang {
+            points += time_trace::append_metrics(req, c, &input, &mut scope);
+        }
+        scope_metrics.push(scope);
     }
     let request = ExportMetricsServiceRequest {
         resource_metrics: vec![ResourceMetrics {
@@ -477,6 +504,7 @@ fn encode_trace(req: &BuildRequest, t: TraceToDo) -> (Vec<u8>, TraceStats, Warni
         plan,
         out_buffer,
         analytics,
+        clang,
         mut warnings,
     } = t;
     let input = TraceInput {
@@ -489,6 +517,7 @@ fn encode_trace(req: &BuildRequest, t: TraceToDo) -> (Vec<u8>, TraceStats, Warni
         analytics: Some(&analytics),
         semconv_root_span: req.semconv_root_span,
         pipeline_name: &req.pipeline_name,
+        clang: clang.as_ref(),
     };
     let (bytes, stats) = encode_planned_into(input, plan, &extra, out_buffer, &mut warnings);
     build.recycle();
@@ -505,6 +534,7 @@ fn trace_parts(req: &BuildRequest, t: TraceToDo) -> (TraceParts, TracePlan, Warn
         extra,
         plan,
         analytics,
+        clang,
         warnings,
         ..
     } = t;
@@ -519,6 +549,7 @@ fn trace_parts(req: &BuildRequest, t: TraceToDo) -> (TraceParts, TracePlan, Warn
         semconv_root_span: req.semconv_root_span,
         pipeline_name: req.pipeline_name.clone(),
         extra,
+        clang,
     };
     (parts, plan, warnings)
 }

@@ -11,6 +11,7 @@ mod cas;
 mod history;
 mod identity;
 mod live;
+mod time_trace;
 
 pub use build::{open_build, process_build, BuildStream};
 pub use cas::scan_set;

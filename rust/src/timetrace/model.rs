@@ -43,6 +43,22 @@ impl EventKind {
             _ => return None,
         })
     }
+
+    /// The `name` clang gave the event (a merged `Frontend` is still one).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Compiler => "ExecuteCompiler",
+            Self::Frontend | Self::MergedFrontend => "Frontend",
+            Self::Backend => "Backend",
+            Self::Source => "Source",
+            Self::ParseTemplate => "ParseTemplate",
+            Self::ParseClass => "ParseClass",
+            Self::InstantiateClass => "InstantiateClass",
+            Self::InstantiateFunction => "InstantiateFunction",
+            Self::OptModule => "OptModule",
+            Self::OptFunction => "OptFunction",
+        }
+    }
 }
 
 /// Index of an event in [`TraceUnit::events`].

@@ -96,7 +96,7 @@ pub struct HeaderTime {
     pub more_chains: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
     pub config: RollupConfig,
     pub summary: TimeSummary,

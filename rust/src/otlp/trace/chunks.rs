@@ -12,6 +12,7 @@ use super::{TraceInput, TraceStats, REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_SCOPE
 use crate::analytics::BuildAnalytics;
 use crate::otlp::scope::{scope, SCOPE_NAME};
 use crate::otlp::wire;
+use crate::timetrace::BuildTraces;
 use crate::timing::{Build, Clock};
 use crate::warnings::Warnings;
 
@@ -28,6 +29,8 @@ pub struct TraceParts {
     pub semconv_root_span: bool,
     pub pipeline_name: String,
     pub extra: Vec<ScopeSpans>,
+    /// The compiles' clang traces (`TraceInput::clang`).
+    pub clang: Option<BuildTraces>,
 }
 
 /// A build's trace as requests of at most `max_spans` spans each, encoded
@@ -57,7 +60,7 @@ impl TraceChunks {
     /// Plans the trace (warnings go to `warnings` now, none later);
     /// `max_spans` 0 means one request.
     pub fn new(parts: TraceParts, max_spans: usize, warnings: &mut Warnings) -> Self {
-        let plan = TracePlan::make(&parts.build, &parts.clock, &parts.trace_id);
+        let plan = TracePlan::make(&parts.build, &parts.clock, &parts.trace_id, parts.clang.as_ref());
         Self::planned(parts, plan, max_spans, warnings)
     }
 
@@ -129,6 +132,7 @@ impl TraceChunks {
             analytics: Some(&p.analytics),
             semconv_root_span: p.semconv_root_span,
             pipeline_name: &p.pipeline_name,
+            clang: p.clang.as_ref(),
         };
         let mut encoder = SpanEncoder::of(&input);
         encoder.root_attributes = &p.root_attributes;

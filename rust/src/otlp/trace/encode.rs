@@ -8,7 +8,8 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::plan::{Planned, TracePlan};
+use super::clang;
+use super::plan::{Planned, SpanOf, TracePlan};
 use super::{
     root_name_and_kind, rule_analytics, unix_nanos, TraceInput, TraceStats, REQUEST_RESOURCE_SPANS,
     RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS, SPAN_FLAGS,
@@ -20,6 +21,7 @@ use crate::otlp::outcome::{failure_message, Outcomes};
 use crate::otlp::scope::{scope, SCOPE_NAME};
 use crate::otlp::semconv::{self, TaskValue};
 use crate::otlp::wire::{self, WireValue};
+use crate::timetrace::BuildTraces;
 use crate::timing::naming::write_span_name;
 use crate::timing::{Build, Clock, Event};
 use crate::warnings::Warnings;
@@ -63,7 +65,7 @@ pub fn encode_trace_request_into(
     buf: Vec<u8>,
     warnings: &mut Warnings,
 ) -> (Vec<u8>, TraceStats) {
-    let plan = TracePlan::make(input.build, input.clock, &input.trace_id);
+    let plan = TracePlan::make(input.build, input.clock, &input.trace_id, input.clang);
     encode_planned_into(input, plan, extra, buf, warnings)
 }
 
@@ -177,6 +179,7 @@ pub(super) struct SpanEncoder<'x> {
     max_attribute_len: u32,
     analytics: Option<&'x BuildAnalytics>,
     root_name: std::borrow::Cow<'static, str>,
+    clang: Option<&'x BuildTraces>,
     root_kind: SpanKind,
     outcomes: Outcomes<'x>,
 }
@@ -195,6 +198,7 @@ impl<'x> SpanEncoder<'x> {
             root_name,
             root_kind,
             outcomes: Outcomes::of(input.build),
+            clang: input.clang,
         }
     }
 
@@ -206,12 +210,17 @@ impl<'x> SpanEncoder<'x> {
         let mut attrs: Vec<(&'x str, WireValue<'x>)> = Vec::with_capacity(16);
         for planned in plan.get(range).unwrap_or(&[]) {
             body.clear();
-            match planned.event.and_then(|id| self.build.event(id)) {
-                None => self.root(planned, &mut body),
-                Some(event) => {
-                    let parent = plan.get(planned.parent as usize).map_or([0; 8], |p| p.span_id);
-                    self.event(event, planned, &parent, &mut name, &mut attrs, &mut body);
+            let parent = plan.get(planned.parent as usize).map_or([0; 8], |p| p.span_id);
+            match planned.event {
+                SpanOf::Root => self.root(planned, &mut body),
+                SpanOf::Event(id) => {
+                    if let Some(event) = self.build.event(id) {
+                        self.event(event, planned, &parent, &mut name, &mut attrs, &mut body);
+                    } else {
+                        self.root(planned, &mut body);
+                    }
                 }
+                SpanOf::Clang(i) => self.clang_span(i, planned, &parent, &mut body),
             }
             wire::put_bytes(SCOPE_SPANS_SPANS, &body, out);
         }
@@ -261,6 +270,31 @@ impl<'x> SpanEncoder<'x> {
         if let Some(phase) = stopped_in {
             wire::put_error_status(SPAN_STATUS, &failure_message(phase, self.max_attribute_len), out);
         }
+    }
+
+    /// A clang child span: its event's name and times, its detail.
+    fn clang_span(&self, index: u32, planned: &Planned, parent: &[u8; 8], out: &mut Vec<u8>) {
+        let Some((traces, span)) = self.clang.and_then(|c| Some((c, c.span(index)?))) else {
+            return;
+        };
+        self.head(
+            &planned.span_id,
+            Some(parent),
+            clang::span_name(span),
+            SpanKind::Internal,
+            out,
+        );
+        self.times(span.start_unix_ns, span.end_unix_ns, out);
+        if let Some(detail) = traces.detail(span) {
+            wire::put_key_value(
+                SPAN_ATTRIBUTES,
+                clang::DETAIL,
+                &WireValue::Str(detail),
+                self.max_len,
+                out,
+            );
+        }
+        wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
     }
 
     /// Fields 1 to 6: ids, name, kind (trace_state is always empty).
@@ -357,6 +391,9 @@ impl<'x> SpanEncoder<'x> {
         }
         if let Some(stopped_in) = self.outcomes.phase_failure(event.id()) {
             builtin(attrs, semconv::ERROR_TYPE, WireValue::Str(stopped_in));
+        }
+        for (key, v) in clang::compile_attributes(self.clang, event.id()) {
+            builtin(attrs, key, WireValue::Double(v));
         }
         dropped
     }

@@ -16,12 +16,16 @@
 //!   so the FFI can hand a 1M-rule build over without the whole trace ever
 //!   existing as bytes (README, "Large builds").
 //!
+//! Under a compile span whose rule left a clang `-ftime-trace` file, the
+//! trace's longer events are child spans ([`clang`]).
+//!
 //! The encoders work from a plan ([`plan`]): the spans in pre-order (event,
 //! span id, parent), made in one walk that also counts and warns. Chunk
 //! `k` is spans `k·max_spans ..` of the plan, so it is the same bytes on
 //! every re-read of the same build.
 
 mod chunks;
+pub(crate) mod clang;
 mod encode;
 mod plan;
 #[cfg(any(test, fuzzing, feature = "reference-encoder"))]
@@ -41,6 +45,7 @@ pub use reference::{build_trace_request, build_trace_request_with};
 
 use super::analytics::{rule_attributes, RuleValue};
 use crate::analytics::BuildAnalytics;
+use crate::timetrace::BuildTraces;
 use crate::timing::naming::ROOT_SPAN_NAME;
 use crate::timing::{Build, Clock, EventId};
 
@@ -81,6 +86,8 @@ pub struct TraceInput<'x> {
     pub semconv_root_span: bool,
     /// `cicd.pipeline.name`, for the semconv root span's name.
     pub pipeline_name: &'x str,
+    /// The compiles' clang traces: child spans and `ct.clang.*` attributes.
+    pub clang: Option<&'x BuildTraces>,
 }
 
 /// The root span's name and kind ([`TraceInput::semconv_root_span`]).

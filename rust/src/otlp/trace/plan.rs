@@ -5,14 +5,25 @@
 
 use super::TraceStats;
 use crate::ids;
+use crate::timetrace::BuildTraces;
 use crate::timing::{Build, Clock, Event, EventId};
 use crate::warnings::Warnings;
 
-/// One span of the trace: its event (`None` for the root), its id, and the
-/// plan index of its parent (unused for the root).
+/// What a planned span is made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SpanOf {
+    Root,
+    Event(EventId),
+    /// A clang event under a compile span: its index in the build's
+    /// [`BuildTraces`] spans.
+    Clang(u32),
+}
+
+/// One span of the trace: what it is made from, its id, and the plan index
+/// of its parent (unused for the root).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Planned {
-    pub(super) event: Option<EventId>,
+    pub(super) event: SpanOf,
     pub(super) span_id: [u8; 8],
     pub(super) parent: u32,
 }
@@ -33,18 +44,22 @@ impl Plan {
         build: &Build,
         clock: &Clock,
         trace_id: &[u8; 16],
+        clang: Option<&BuildTraces>,
         warnings: &mut Warnings,
     ) -> (Self, TraceStats) {
+        let clang_spans = clang.map_or(0, BuildTraces::span_count);
         let mut p = Planner {
             ids: ids::SpanIds::new(trace_id),
+            trace_id,
+            clang,
             clock,
             path: Vec::new(),
-            spans: Vec::with_capacity(build.event_count() + 1),
+            spans: Vec::with_capacity(build.event_count() + 1 + clang_spans),
             stats: TraceStats::default(),
             warnings,
         };
         p.spans.push(Planned {
-            event: None,
+            event: SpanOf::Root,
             span_id: p.ids.span_id(&[]),
             parent: 0,
         });
@@ -71,9 +86,14 @@ pub(crate) struct TracePlan {
 }
 
 impl TracePlan {
-    pub(crate) fn make(build: &Build, clock: &Clock, trace_id: &[u8; 16]) -> Self {
+    pub(crate) fn make(
+        build: &Build,
+        clock: &Clock,
+        trace_id: &[u8; 16],
+        clang: Option<&BuildTraces>,
+    ) -> Self {
         let mut warnings = Warnings::new();
-        let (plan, stats) = Plan::make(build, clock, trace_id, &mut warnings);
+        let (plan, stats) = Plan::make(build, clock, trace_id, clang, &mut warnings);
         Self {
             plan,
             stats,
@@ -91,6 +111,8 @@ impl TracePlan {
 
 struct Planner<'x> {
     ids: ids::SpanIds,
+    trace_id: &'x [u8; 16],
+    clang: Option<&'x BuildTraces>,
     clock: &'x Clock,
     path: Vec<u32>,
     spans: Vec<Planned>,
@@ -115,14 +137,34 @@ impl Planner<'_> {
         self.stats.dropped_attributes += u64::from(dropped_metadata(&event));
         let me = u32::try_from(self.spans.len()).unwrap_or(u32::MAX);
         self.spans.push(Planned {
-            event: Some(event.id()),
+            event: SpanOf::Event(event.id()),
             span_id: self.ids.span_id(&self.path),
             parent,
         });
+        self.clang_children(event.id(), me);
         for child in event.children() {
             self.visit(child, me);
         }
         self.path.pop();
+    }
+}
+
+impl Planner<'_> {
+    /// The spans of the compile's clang trace, right after the compile span
+    /// (theirs is the first parent, each before its children).
+    fn clang_children(&mut self, id: EventId, compile: u32) {
+        let Some((traces, trace)) = self.clang.and_then(|t| Some((t, t.compile(id.slot())?))) else {
+            return;
+        };
+        let base = self.spans.len() as u32;
+        for (i, span) in traces.spans_of(trace).iter().enumerate() {
+            let parent = span.parent.map_or(compile, |p| base + p);
+            self.spans.push(Planned {
+                event: SpanOf::Clang(traces.span_index(trace, i as u32)),
+                span_id: ids::clang_span_id(self.trace_id, &self.path, span.ordinal),
+                parent,
+            });
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 
-use super::{root_name_and_kind, rule_analytics, unix_nanos, TraceInput, TraceStats, SPAN_FLAGS};
+use super::{clang, root_name_and_kind, rule_analytics, unix_nanos, TraceInput, TraceStats, SPAN_FLAGS};
 use crate::analytics::BuildAnalytics;
 use crate::ids;
 use crate::otlp::analytics::RuleValue;
@@ -19,6 +19,7 @@ use crate::otlp::attributes::AttrBuilder;
 use crate::otlp::outcome::{failure_message, Outcomes};
 use crate::otlp::scope::{scope, SCOPE_NAME};
 use crate::otlp::semconv;
+use crate::timetrace::BuildTraces;
 use crate::timing::naming::write_span_name;
 use crate::timing::{Clock, Event};
 use crate::warnings::Warnings;
@@ -66,6 +67,8 @@ pub fn build_trace_request_with(
 fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings) -> TraceStats {
     let mut w = SpanWriter {
         ids: ids::SpanIds::new(&input.trace_id),
+        trace_id: input.trace_id,
+        clang: input.clang,
         clock: input.clock,
         max_attribute_len: input.max_attribute_len,
         analytics: input.analytics,
@@ -106,6 +109,8 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
 
 struct SpanWriter<'x> {
     ids: ids::SpanIds,
+    trace_id: [u8; 16],
+    clang: Option<&'x BuildTraces>,
     clock: &'x Clock,
     max_attribute_len: u32,
     analytics: Option<&'x BuildAnalytics>,
@@ -153,10 +158,43 @@ impl SpanWriter<'_> {
         (s.start_time_unix_nano, s.end_time_unix_nano) = (unix_nanos(start), unix_nanos(end));
         self.stats.dropped_attributes += u64::from(s.dropped_attributes_count);
         self.emit();
+        self.clang_children(&event, id);
         for child in event.children() {
             self.visit(child, id);
         }
         self.path.pop();
+    }
+
+    /// The compile's clang spans, each parent before its children.
+    fn clang_children(&mut self, event: &Event, compile_id: [u8; 8]) {
+        let Some((traces, trace)) = self.clang.and_then(|t| Some((t, t.compile(event.id().slot())?))) else {
+            return;
+        };
+        let spans = traces.spans_of(trace);
+        let mut span_ids: Vec<[u8; 8]> = Vec::with_capacity(spans.len());
+        for span in spans {
+            let id = ids::clang_span_id(&self.trace_id, &self.path, span.ordinal);
+            let parent = span
+                .parent
+                .and_then(|p| span_ids.get(p as usize).copied())
+                .unwrap_or(compile_id);
+            span_ids.push(id);
+            let mut a = AttrBuilder::new(self.max_attribute_len);
+            if let Some(detail) = traces.detail(span) {
+                a.string(clang::DETAIL, detail);
+            }
+            let (attributes, dropped) = a.finish();
+            let s = &mut self.scratch;
+            s.name.clear();
+            s.name.push_str(clang::span_name(span));
+            set_id(&mut s.span_id, &id);
+            set_id(&mut s.parent_span_id, &parent);
+            s.start_time_unix_nano = unix_nanos(span.start_unix_ns);
+            s.end_time_unix_nano = unix_nanos(span.end_unix_ns);
+            s.attributes = attributes;
+            s.dropped_attributes_count = dropped;
+            self.emit();
+        }
     }
 
     /// `ct.rule_type`, `ct.target`, `ct.source` (non-empty only), then the
@@ -184,6 +222,9 @@ impl SpanWriter<'_> {
         semconv::push_rule_attributes(&mut a, event, span_id, &self.outcomes);
         if let Some(stopped_in) = self.outcomes.phase_failure(event.id()) {
             a.string(semconv::ERROR_TYPE, stopped_in);
+        }
+        for (key, value) in clang::compile_attributes(self.clang, event.id()) {
+            a.double(key, value);
         }
         let (attributes, spare, dropped) = a.finish_recycling();
         self.scratch.attributes = attributes;

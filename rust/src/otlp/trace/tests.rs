@@ -31,6 +31,7 @@ fn input<'x>(build: &'x Build, clock: &'x Clock, resource: Resource) -> TraceInp
         analytics: None,
         semconv_root_span: false,
         pipeline_name: "geom",
+        clang: None,
     }
 }
 
@@ -323,6 +324,7 @@ fn parts(build: Build, extra: Vec<ScopeSpans>) -> TraceParts {
         semconv_root_span: true,
         pipeline_name: "geom".into(),
         extra,
+        clang: None,
     }
 }
 
@@ -339,6 +341,7 @@ fn whole(p: &TraceParts) -> ExportTraceServiceRequest {
         analytics: Some(&p.analytics),
         semconv_root_span: p.semconv_root_span,
         pipeline_name: &p.pipeline_name,
+        clang: p.clang.as_ref(),
     };
     build_trace_request_with(i, p.extra.clone(), &mut Warnings::new()).0
 }
@@ -427,5 +430,114 @@ fn parts_clone(p: &TraceParts) -> TraceParts {
         semconv_root_span: p.semconv_root_span,
         pipeline_name: p.pipeline_name.clone(),
         extra: p.extra.clone(),
+        clang: p.clang.clone(),
+    }
+}
+
+/// Clang traces for some compile rules of `build`: a small trace whose
+/// events nest three deep, one with a detail longer than the attribute limit.
+fn clang_traces(build: &Build, clock: &Clock, every: usize) -> crate::timetrace::BuildTraces {
+    use crate::timetrace::{parse_trace, pick_spans, BuildTraces, Placement, TraceLimits};
+    let long = "h".repeat(100);
+    let doc = format!(
+        r#"{{"beginningOfTime": 1796001826000000, "traceEvents": [
+        {{"ph":"X","name":"Source","ts":10,"dur":300,"args":{{"detail":"/src/a.h"}}}},
+        {{"ph":"X","name":"Source","ts":40,"dur":200,"args":{{"detail":"/src/{long}.h"}}}},
+        {{"ph":"X","name":"InstantiateClass","ts":400,"dur":100,"args":{{"detail":"std::vector<int>"}}}},
+        {{"ph":"X","name":"Frontend","ts":0,"dur":900}},
+        {{"ph":"X","name":"Backend","ts":900,"dur":100}},
+        {{"ph":"X","name":"ExecuteCompiler","ts":0,"dur":1000}}]}}"#
+    );
+    let unit = parse_trace(doc.as_bytes(), &TraceLimits::default()).unwrap();
+    let mut traces = BuildTraces::new(build.event_count());
+    // Only anchored rules are spans (so are those the pipeline reads traces for).
+    let ids: Vec<_> = build
+        .rule_ids()
+        .into_iter()
+        .filter(|id| clock.is_anchored(&build.event(*id).unwrap()))
+        .collect();
+    for (n, id) in ids.iter().enumerate().filter(|(n, _)| n % every == 0) {
+        let event = build.event(*id).unwrap();
+        let ((start, end), _) = clock.event_interval(&event);
+        let (picked, _) = pick_spans(&unit, 0, 2 + n % 5);
+        let placement = Placement::fit(unit.beginning_of_time_us.unwrap(), 0, 1000, start, end);
+        traces.push(id.slot(), &unit, &picked, &placement);
+    }
+    traces
+}
+
+#[test]
+fn clang_child_spans_encode_alike_in_every_encoder() {
+    for rules in [1, 5, 300] {
+        let build = if rules == 5 {
+            tricky_build()
+        } else {
+            sample_build(rules)
+        };
+        let clock = Clock::for_build(&build).unwrap();
+        let traces = clang_traces(&build, &clock, 2);
+        assert!(traces.span_count() > 0);
+        let make = || {
+            let mut i = input(&build, &clock, Resource::default());
+            i.clang = Some(&traces);
+            i
+        };
+        let (request, stats_a) = build_trace_request(make(), &mut Warnings::new());
+        let (bytes, stats_b) = encode_trace_request(make(), 0, &mut Warnings::new());
+        assert_eq!(stats_a, stats_b);
+        assert_eq!(bytes, request.encode_to_vec(), "{rules} rules");
+        let spans = &request.resource_spans[0].scope_spans[0].spans;
+        let plain = build_trace_request(input(&build, &clock, Resource::default()), &mut Warnings::new()).0;
+        let plain_spans = plain.resource_spans[0].scope_spans[0].spans.len();
+        assert_eq!(spans.len(), plain_spans + traces.span_count());
+        // Every clang span sits under its compile span, inside its times.
+        let by_id: std::collections::HashMap<&[u8], &Span> =
+            spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
+        assert_eq!(by_id.len(), spans.len(), "span ids are unique");
+        let mut clang = 0;
+        for s in spans.iter().filter(|s| {
+            s.name == "Source"
+                || s.name == "ExecuteCompiler"
+                || s.name == "Frontend"
+                || s.name == "Backend"
+                || s.name == "InstantiateClass"
+        }) {
+            clang += 1;
+            let mut up = by_id[s.parent_span_id.as_slice()];
+            while up.attributes.iter().all(|a| a.key != "ct.rule_type") {
+                up = by_id[up.parent_span_id.as_slice()];
+            }
+            assert!(up.attributes.iter().any(|a| a.key == "ct.clang.frontend_s"));
+            assert!(
+                up.start_time_unix_nano <= s.start_time_unix_nano
+                    && s.end_time_unix_nano <= up.end_time_unix_nano
+            );
+        }
+        assert_eq!(clang, traces.span_count());
+
+        let mut p = parts(build.clone(), vec![snapshot_scope()]);
+        p.clang = Some(traces.clone());
+        let reference = whole(&p);
+        for max in [0, 1, 3, 128] {
+            let chunks = TraceChunks::new(parts_clone(&p), max, &mut Warnings::new());
+            let mut got = Vec::new();
+            for k in 0..chunks.len() {
+                let req = ExportTraceServiceRequest::decode(chunks.chunk(k).unwrap().as_slice()).unwrap();
+                for ss in &req.resource_spans[0].scope_spans {
+                    got.extend(ss.spans.iter().cloned());
+                }
+            }
+            let expected: Vec<Span> = reference.resource_spans[0]
+                .scope_spans
+                .iter()
+                .flat_map(|ss| ss.spans.iter().cloned())
+                .collect();
+            assert_eq!(got, expected, "{rules} rules, max {max}");
+            let mut seen = std::collections::HashSet::new();
+            for span in &got {
+                assert!(span.parent_span_id.is_empty() || seen.contains(&span.parent_span_id));
+                seen.insert(span.span_id.clone());
+            }
+        }
     }
 }
