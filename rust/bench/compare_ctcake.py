@@ -222,7 +222,7 @@ def main():
     big = next((r for r in results if r["rules"] == 100_000), None)
     if big:
         o = big["ours"]
-        print("\nDESIGN §7 targets at 100k rules:")
+        print("\ndesign.md §7 targets at 100k rules:")
         print(f"  ≤ 150 ms:          best {o['best_ms']:.1f} ms, median {o['median_ms']:.1f} ms -> "
               f"{'met' if o['median_ms'] <= 150 else 'NOT met'} (median)")
         if big["ratio_memory_best"]:
