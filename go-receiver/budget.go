@@ -3,6 +3,8 @@ package compiletoolsreceiver
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -55,13 +57,26 @@ func (p *parseBudget) acquire(ctx context.Context, bytes int64) (release func(),
 	return func() { p.sem.Release(w) }, nil
 }
 
-// inputBytes is what the core will read for a build: its timing.json (as
-// discovered), the side files and the build graph of the request, stat'ed
-// now. A file that cannot be stat'ed counts zero (the core skips or warns
-// about it; so does a graph path with a {variant} only the core resolves).
+// A build graph takes more memory than its file (issue 22, defect 6): the
+// core gives up a graph that would take more than graphMemoryPerFileByte
+// bytes per byte of the file plus graphMemorySlack, and holds one logical
+// line of at most graphMaxLine bytes while reading it (rust/src/analytics:
+// dep_graph.rs GRAPH_MEMORY_PER_FILE_BYTE and GRAPH_MEMORY_SLACK,
+// build_file_lines.rs MAX_LINE_BYTES; keep them equal). A build is charged
+// that much for its graph.
+const (
+	graphMemoryPerFileByte = 4
+	graphMemorySlack       = 16 << 20
+	graphMaxLine           = 8 << 20
+)
+
+// inputBytes is what the core will hold for a build: its timing.json (as
+// discovered) and side files, stat'ed now, and what its build graph may
+// take. A file that cannot be stat'ed counts zero (the core skips or warns
+// about it); a graph path with {variant} counts its largest match.
 func inputBytes(b discovery.Build, req ffi.Request) int64 {
 	n := b.Size
-	for _, p := range []string{req.StatslogPath, req.OutcomesPath, req.BuildGraphPath} {
+	for _, p := range []string{req.StatslogPath, req.OutcomesPath} {
 		if p == "" {
 			continue
 		}
@@ -69,7 +84,31 @@ func inputBytes(b discovery.Build, req ffi.Request) int64 {
 			n += st.Size()
 		}
 	}
+	if size, ok := graphFileSize(req.BuildGraphPath); ok {
+		n += graphMemoryPerFileByte*size + graphMemorySlack + graphMaxLine
+	}
 	return n
+}
+
+// graphFileSize is the size of the build graph a path names; with the
+// {variant} placeholder, the largest file it can name.
+func graphFileSize(path string) (int64, bool) {
+	if path == "" {
+		return 0, false
+	}
+	paths := []string{path}
+	if strings.Contains(path, variantPlaceholder) {
+		pattern := strings.ReplaceAll(globEscape(path), globEscape(variantPlaceholder), "*")
+		paths, _ = filepath.Glob(pattern)
+	}
+	var largest int64
+	found := false
+	for _, p := range paths {
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			largest, found = max(largest, st.Size()), true
+		}
+	}
+	return largest, found
 }
 
 // holdBudget takes a build's share of the parse budget, noting a build
@@ -86,4 +125,20 @@ func (r *compiletoolsReceiver) holdBudget(ctx context.Context, b discovery.Build
 			zap.String("path", b.Dir), zap.Int64("bytes", n), zap.Int64("max_parse_bytes_in_flight", r.budget.total))
 	}
 	return r.budget.acquire(ctx, n)
+}
+
+// variantPlaceholder is the core's stand-in for the build's variant in a
+// build graph path.
+const variantPlaceholder = "{variant}"
+
+// globEscape makes every byte of s literal in a filepath.Glob pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -12,6 +12,9 @@ import (
 
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
 
 // overlapConsumer records the most builds consumed at the same moment: each
@@ -126,5 +129,27 @@ func TestValidateBoundsTheMemoryLimits(t *testing.T) {
 	cfg.Limits.MaxParseBytesInFlight = 1 << 40
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("the largest max_file_size refused: %v", err)
+	}
+}
+
+// Issue 22, defect 6: a build graph is charged what the core may hold for
+// it, found through {variant} too.
+func TestBuildGraphIsChargedItsMemoryNotItsSize(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin", "gcc.debug")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "Makefile"), make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(10 + graphMemoryPerFileByte*1000 + graphMemorySlack + graphMaxLine)
+	for _, p := range []string{filepath.Join(bin, "Makefile"), filepath.Join(dir, "bin", "{variant}", "Makefile")} {
+		if got := inputBytes(discovery.Build{Size: 10}, ffi.Request{BuildGraphPath: p}); got != want {
+			t.Errorf("%s: charged %d, want %d", p, got, want)
+		}
+	}
+	if got := inputBytes(discovery.Build{Size: 10}, ffi.Request{BuildGraphPath: filepath.Join(dir, "none")}); got != 10 {
+		t.Errorf("a missing graph charged %d", got)
 	}
 }

@@ -176,7 +176,7 @@ func TestLiveCaptureOfAStatslogThatLivesBetweenPolls(t *testing.T) {
 	if err := os.WriteFile(log, statslog, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	captures, err := capture.New(captureDir)
+	captures, err := capture.New(captureDir, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

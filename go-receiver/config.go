@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -132,6 +133,9 @@ type Config struct {
 	deprecatedKeys [][2]string
 	// aliasConflicts are keys given under both spellings.
 	aliasConflicts []error
+	// keysGiven are the renamed keys given under their new spelling, for
+	// the messages (cas.collection_interval, not cas.scan_interval).
+	keysGiven map[string]bool
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -289,6 +293,17 @@ func createDefaultConfig() *Config {
 	}
 }
 
+// defaultMaxFileSize is the core's limits.max_file_size default.
+const defaultMaxFileSize = 256 << 20
+
+// maxFileSize is limits.max_file_size in effect.
+func (c *Config) maxFileSize() int64 {
+	if c.Limits.MaxFileSize > 0 {
+		return c.Limits.MaxFileSize
+	}
+	return defaultMaxFileSize
+}
+
 // Validate reports every problem of the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -307,8 +322,8 @@ func (c *Config) Validate() error {
 	}
 	checkGlobs("include", c.Include)
 	checkGlobs("exclude", c.Exclude)
-	if c.PollInterval <= 0 {
-		add("poll_interval: must be positive, got %s", c.PollInterval)
+	if c.PollInterval < minInterval {
+		add("poll_interval: must be at least %s, got %s", minInterval, c.PollInterval)
 	}
 	if c.SettleTimeout < 0 {
 		add("settle_timeout: must not be negative, got %s", c.SettleTimeout)
@@ -377,6 +392,9 @@ func (c *Config) Validate() error {
 		}
 		if m.Path == "" || strings.ContainsRune(m.Path, 0) {
 			add("analytics.build_graphs[%d].path: must be a non-empty path", i)
+		} else if !filepath.IsAbs(m.Path) {
+			// Relative to the collector's working directory, never a build's.
+			add("analytics.build_graphs[%d].path: must be an absolute path, got %q", i, m.Path)
 		}
 	}
 	checkStores := func(key string, stores []CASStore) {
@@ -392,7 +410,7 @@ func (c *Config) Validate() error {
 	checkStores("cas.stores", c.CAS.Stores)
 	checkStores("cas.pools", c.CAS.Pools)
 	if len(c.CAS.Stores)+len(c.CAS.Pools) > 0 && c.CAS.ScanInterval <= 0 {
-		add("cas.scan_interval: must be positive, got %s", c.CAS.ScanInterval)
+		add("%s: must be positive, got %s", c.spelled("cas.scan_interval", "cas.collection_interval"), c.CAS.ScanInterval)
 	}
 	if c.CAS.InitialDelay < 0 {
 		add("cas.initial_delay: must not be negative, got %s", c.CAS.InitialDelay)

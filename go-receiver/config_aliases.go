@@ -53,9 +53,22 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 			}
 		case newSet:
 			a.adopt(c)
+			if c.keysGiven == nil {
+				c.keysGiven = map[string]bool{}
+			}
+			c.keysGiven[key(a.current)] = true
 		}
 	}
 	return nil
+}
+
+// spelled is the key the user gave a renamed setting under: current when
+// given so, else old (also when given neither: old is the documented key).
+func (c *Config) spelled(old, current string) string {
+	if c.keysGiven[current] {
+		return current
+	}
+	return old
 }
 
 // key spells a confmap path as in the YAML (cas.scan_interval).

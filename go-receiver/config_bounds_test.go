@@ -3,6 +3,7 @@ package compiletoolsreceiver
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func validConfig() *Config {
@@ -60,5 +61,31 @@ func TestValidateRejectsNULInResourceAttributes(t *testing.T) {
 	cfg.ResourceAttributes = map[string]string{"team": "core", "empty": ""}
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("plain attributes refused: %v", err)
+	}
+}
+
+// Issue 22, defect 8: intervals below the minimum, a relative build graph
+// path, and the CAS interval's error under the key the user gave.
+func TestValidateRejectsTinyIntervalsAndRelativeGraphs(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Include = []string{"/d"}
+	cfg.PollInterval = time.Nanosecond
+	cfg.Live.Interval = time.Nanosecond
+	cfg.Analytics.BuildGraphs = []BuildGraphMapping{{Include: "/d/*", Path: "build.ninja"}}
+	cfg.CAS.Stores = []CASStore{{Kind: "obj", Path: "/cas"}}
+	cfg.CAS.ScanInterval = 0
+	cfg.keysGiven = map[string]bool{"cas.collection_interval": true}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"poll_interval: must be at least 10ms", "live.interval: must be at least 10ms",
+		"analytics.build_graphs[0].path: must be an absolute path", "cas.collection_interval: must be positive"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q missing from %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "cas.scan_interval") {
+		t.Errorf("names a key not given: %v", err)
 	}
 }

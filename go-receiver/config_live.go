@@ -20,6 +20,18 @@ type LiveConfig struct {
 	// interval; the rest waits for the next one, so a huge burst from one
 	// build neither floods the pipeline nor starves the other builds.
 	MaxRecordsPerBuild int `mapstructure:"max_records_per_build"`
+	// MaxRequestRecords and MaxRequestBytes bound one logs request (a
+	// gateway refuses a body over its limit, and every build in it).
+	MaxRequestRecords int `mapstructure:"max_request_records"`
+	MaxRequestBytes   int `mapstructure:"max_request_bytes"`
+	// MaxFilesPerBuild caps the growing files followed per build (its
+	// statslogs, make timing logs and ninja log).
+	MaxFilesPerBuild int `mapstructure:"max_files_per_build"`
+	// MaxOpenFilesPerBuild and MaxOpenFiles bound the descriptors kept
+	// open for files ct-cake deletes, per build and in total (never more
+	// than a quarter of the process's descriptor limit).
+	MaxOpenFilesPerBuild int `mapstructure:"max_open_files_per_build"`
+	MaxOpenFiles         int `mapstructure:"max_open_files"`
 	// AbandonAfter: a build without timing.json this long after it was
 	// first seen is taken as dead.
 	AbandonAfter time.Duration `mapstructure:"abandon_after"`
@@ -45,13 +57,28 @@ type LiveFilesMapping struct {
 	_ struct{}
 }
 
+// Defaults of the logs requests' bounds: a fifth of a gateway's default
+// 20 MiB body limit, and records enough for a few builds' reads.
+const (
+	defaultLiveMaxRequestRecords = 4096
+	defaultLiveMaxRequestBytes   = 4 << 20
+	// minInterval is the shortest poll_interval and live.interval: below
+	// it a receiver does little but stat files (1ns used most of a core).
+	minInterval = 10 * time.Millisecond
+)
+
 func defaultLiveConfig() LiveConfig {
 	return LiveConfig{
-		Enabled:            true,
-		Interval:           time.Second,
-		MaxRecordsPerBuild: 1000,
-		AbandonAfter:       24 * time.Hour,
-		AbandonWhenPIDGone: true,
+		Enabled:              true,
+		Interval:             time.Second,
+		MaxRecordsPerBuild:   1000,
+		MaxRequestRecords:    defaultLiveMaxRequestRecords,
+		MaxRequestBytes:      defaultLiveMaxRequestBytes,
+		MaxFilesPerBuild:     64,
+		MaxOpenFilesPerBuild: 4,
+		MaxOpenFiles:         256,
+		AbandonAfter:         24 * time.Hour,
+		AbandonWhenPIDGone:   true,
 	}
 }
 
@@ -67,8 +94,23 @@ func (l LiveConfig) trackerFiles() []livebuilds.FilesMapping {
 func (l LiveConfig) validate() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if l.Interval <= 0 {
-		add("live.interval: must be positive, got %s", l.Interval)
+	if l.Interval < minInterval {
+		add("live.interval: must be at least %s, got %s", minInterval, l.Interval)
+	}
+	if l.MaxRequestRecords < 1 {
+		add("live.max_request_records: must be at least 1, got %d", l.MaxRequestRecords)
+	}
+	if l.MaxRequestBytes < 64<<10 {
+		add("live.max_request_bytes: must be at least %d (64 KiB), got %d", 64<<10, l.MaxRequestBytes)
+	}
+	if l.MaxFilesPerBuild < 1 || l.MaxFilesPerBuild > 1<<16 {
+		add("live.max_files_per_build: must be 1 to %d, got %d", 1<<16, l.MaxFilesPerBuild)
+	}
+	if l.MaxOpenFilesPerBuild < 0 {
+		add("live.max_open_files_per_build: must not be negative, got %d", l.MaxOpenFilesPerBuild)
+	}
+	if l.MaxOpenFiles < 0 {
+		add("live.max_open_files: must not be negative, got %d", l.MaxOpenFiles)
 	}
 	if l.MaxRecordsPerBuild < 1 || l.MaxRecordsPerBuild > 1<<20 {
 		add("live.max_records_per_build: must be 1 to %d, got %d", 1<<20, l.MaxRecordsPerBuild)

@@ -33,7 +33,10 @@
 //
 //   - internal/discovery finds the builds on disk;
 //   - internal/capture keeps ct-cake's transient files of running builds
-//     (polled, and through the file watches of capture.Watcher);
+//     (polled, and through the file watches of capture.Watcher; copies in
+//     its own goroutine);
+//   - internal/dirfd opens build directories and their files without
+//     following a link (handles, openat, identities);
 //   - internal/checkpoint remembers the settled builds, across restarts
 //     with a storage extension;
 //   - internal/history keeps the compile history beside the checkpoints;

@@ -34,6 +34,7 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 	r.liveBuilds.Offer(scan.Running)
 	if r.firstPoll {
 		r.firstPoll = false
+		r.warnEmptyStorage(scan.Finished)
 		if r.cfg.StartAt == StartAtEnd && !r.ledger.hasCheckpoints() {
 			r.skipExisting(ctx, scan.Finished)
 			return
@@ -72,7 +73,13 @@ func (r *compiletoolsReceiver) followRunning(ctx context.Context, scan discovery
 	if r.capturer == nil {
 		return
 	}
+	if r.now().Sub(r.lastSweep) >= captureSweepEvery {
+		r.sweepCaptures()
+	}
 	for _, dir := range scan.Running {
+		if r.liveBuilds.IsAbandoned(dir) {
+			continue // its ct-cake died: its capture was deleted (issue 22, defect 7)
+		}
 		n, err := r.capturer.Observe(dir)
 		if n > 0 {
 			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(ctx, int64(n))
@@ -107,6 +114,25 @@ func (r *compiletoolsReceiver) ready(ctx context.Context, finished []discovery.B
 	return ready
 }
 
+// warnEmptyStorage: a storage extension without a single checkpoint while
+// finished builds are on disk is a first start — or a database that was
+// lost, emptied or pointed elsewhere, which nothing else tells apart. Either
+// way start_at decides, as on a first start (docs/configuration.md): the
+// operator must hear of it, since with "beginning" every build on disk is
+// sent again.
+func (r *compiletoolsReceiver) warnEmptyStorage(finished []discovery.Build) {
+	if r.cfg.Storage == nil || r.ledger.hasCheckpoints() || len(finished) == 0 {
+		return
+	}
+	what := "recorded as seen and NOT sent (start_at: end)"
+	if r.cfg.StartAt == StartAtBeginning {
+		what = "all sent, again if they were sent before (start_at: beginning)"
+	}
+	r.logger.Warn("the storage holds no checkpoint but finished builds are on disk: a first start, or a lost or emptied "+
+		"database (then builds sent before are sent again with start_at: beginning); the builds on disk are "+what,
+		zap.String("storage", r.cfg.Storage.String()), zap.Int("builds_on_disk", len(finished)), zap.String("start_at", r.cfg.StartAt))
+}
+
 // skipExisting applies start_at: end: builds already on disk at the first
 // start are recorded as skipped, not sent.
 func (r *compiletoolsReceiver) skipExisting(ctx context.Context, builds []discovery.Build) {
@@ -139,7 +165,26 @@ func (r *compiletoolsReceiver) stillPostProcessing(b discovery.Build, now time.T
 			return true
 		}
 	}
-	return false
+	// A copy still under way (copy mode, capture.copier) has not every
+	// byte of the deleted file yet.
+	return r.capturer != nil && r.capturer.Copying(b.Dir)
+}
+
+// captureSweepEvery is how often the captures of builds whose directory
+// is gone are deleted (also at start).
+const captureSweepEvery = 10 * time.Minute
+
+// sweepCaptures deletes the captures of builds whose directory is gone or
+// was made again (a build killed, its directory removed).
+func (r *compiletoolsReceiver) sweepCaptures() {
+	r.lastSweep = r.now()
+	n, err := r.capturer.Sweep(r.lastSweep)
+	if n > 0 {
+		r.logger.Info("deleted the captures of builds no longer on disk", zap.Int("captures", n))
+	}
+	if err != nil {
+		r.logger.Warn("cannot delete the captures of builds no longer on disk", zap.Error(err))
+	}
 }
 
 // buildConcurrency is how many builds are read at once: max_concurrent_builds,

@@ -69,7 +69,10 @@ type compiletoolsReceiver struct {
 	done             chan struct{}
 	casDone          chan struct{}
 	captureWatchDone chan struct{}
-	liveBuildsDone   chan struct{}
+	captureCopyDone  chan struct{}
+	// lastSweep is when the captures of vanished builds were last deleted.
+	lastSweep      time.Time
+	liveBuildsDone chan struct{}
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -165,6 +168,13 @@ func (r *compiletoolsReceiver) start(ctx context.Context, host component.Host) e
 			r.captureWatcher.Run(runCtx)
 		}()
 	}
+	if r.capturer != nil {
+		r.captureCopyDone = make(chan struct{})
+		go func() {
+			defer close(r.captureCopyDone)
+			r.capturer.Run(runCtx)
+		}()
+	}
 	if r.liveBuilds != nil {
 		r.liveBuildsDone = make(chan struct{})
 		go func() {
@@ -197,7 +207,7 @@ func (r *compiletoolsReceiver) Shutdown(ctx context.Context) error {
 			return
 		}
 		r.cancel()
-		for _, done := range []chan struct{}{r.done, r.casDone, r.captureWatchDone, r.liveBuildsDone} {
+		for _, done := range []chan struct{}{r.done, r.casDone, r.captureWatchDone, r.captureCopyDone, r.liveBuildsDone} {
 			if done == nil {
 				continue
 			}

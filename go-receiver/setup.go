@@ -46,10 +46,11 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 		if dir == "" {
 			dir = filepath.Join(os.TempDir(), "otelcol-compiletools-capture", sanitize(r.set.ID.String()))
 		}
-		if r.capturer, err = capture.New(dir); err != nil {
+		if r.capturer, err = capture.New(dir, r.cfg.maxFileSize()); err != nil {
 			_ = store.Close(ctx)
 			return fmt.Errorf("compiletools receiver: %w", err)
 		}
+		r.sweepCaptures()
 	}
 	if r.telemetry, err = newSelfTelemetry(r.set.TelemetrySettings); err != nil {
 		_ = store.Close(ctx)
@@ -63,6 +64,13 @@ func (r *compiletoolsReceiver) setUp(ctx context.Context, host component.Host) e
 			r.logger.Warn("file watches unavailable; capturing transient files by polling only", zap.Error(err))
 		}
 		r.captureWatcher = watcher
+		r.capturer.OnCopy(func(n int) {
+			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(context.Background(), int64(n))
+		}, func(dir string, err error) {
+			if r.ledger.warnOnce(dir, problemCapture) {
+				r.logger.Warn("cannot capture transient build files", zap.String("path", dir), zap.Error(err))
+			}
+		})
 	}
 	r.budget = newParseBudget(r.cfg.Limits.MaxParseBytesInFlight)
 	r.ledger = newBuildLedger(store, r.capturer, r.captureWatcher, r.cfg, r.logger, r.now)
@@ -173,18 +181,23 @@ func (r *compiletoolsReceiver) setUpLiveTracker(ctx context.Context, host compon
 		consumeMetrics = r.consumeMetrics
 	}
 	r.liveBuilds, err = livebuilds.New(ctx, client, livebuilds.Options{
-		Interval:           r.cfg.Live.Interval,
-		MaxRecordsPerBuild: r.cfg.Live.MaxRecordsPerBuild,
-		AbandonAfter:       r.cfg.Live.AbandonAfter,
-		AbandonWhenPIDGone: r.cfg.Live.AbandonWhenPIDGone,
-		Files:              r.cfg.Live.trackerFiles(),
-		Exclude:            r.cfg.Exclude,
-		HostName:           r.hostName,
-		ServiceName:        r.cfg.ServiceName,
-		ResourceAttributes: r.userAttributes(),
-		MaxAttributeLen:    uint32(r.cfg.Limits.MaxAttributeLength),
-		MetricsEvery:       r.cfg.PollInterval,
-		PipelineName:       r.livePipelineName,
+		Interval:             r.cfg.Live.Interval,
+		MaxRecordsPerBuild:   r.cfg.Live.MaxRecordsPerBuild,
+		MaxRequestRecords:    r.cfg.Live.MaxRequestRecords,
+		MaxRequestBytes:      r.cfg.Live.MaxRequestBytes,
+		MaxFilesPerBuild:     r.cfg.Live.MaxFilesPerBuild,
+		MaxOpenFilesPerBuild: r.cfg.Live.MaxOpenFilesPerBuild,
+		MaxOpenFiles:         r.cfg.Live.MaxOpenFiles,
+		AbandonAfter:         r.cfg.Live.AbandonAfter,
+		AbandonWhenPIDGone:   r.cfg.Live.AbandonWhenPIDGone,
+		Files:                r.cfg.Live.trackerFiles(),
+		Exclude:              r.cfg.Exclude,
+		HostName:             r.hostName,
+		ServiceName:          r.cfg.ServiceName,
+		ResourceAttributes:   r.userAttributes(),
+		MaxAttributeLen:      uint32(r.cfg.Limits.MaxAttributeLength),
+		MetricsEvery:         r.cfg.PollInterval,
+		PipelineName:         r.livePipelineName,
 	}, livebuilds.Settings{
 		Logger:           r.logger,
 		Now:              r.now,

@@ -192,6 +192,43 @@ pub fn open_without_blocking(path: &Path) -> io::Result<File> {
         .map_err(explain_symlink)
 }
 
+/// [`open_without_blocking`] with the file's directory opened first, itself
+/// without following a symbolic link (`O_NOFOLLOW | O_DIRECTORY`), and the
+/// file relative to it: a directory swapped for a link (to another user's)
+/// between the receiver's checks and this open redirects nothing (issue
+/// 22). Used for configured paths in build trees (the build graphs).
+pub fn open_in_own_directory(path: &Path) -> io::Result<File> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return open_without_blocking(path);
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let dir = rustix::fs::open(
+        parent,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        // Linux answers ENOTDIR or ELOOP for a link with these flags.
+        if std::fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
+            explain_symlink(io::Error::from_raw_os_error(libc::ELOOP))
+        } else {
+            e.into()
+        }
+    })?;
+    rustix::fs::openat(
+        &dir,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map(File::from)
+    .map_err(|e| explain_symlink(e.into()))
+}
+
 /// `O_NOFOLLOW` reports a symlink as `ELOOP`, which reads like a link
 /// loop; the error says what happened instead, and is recognisable with
 /// [`is_refused_symlink`].
@@ -546,6 +583,19 @@ mod tests {
             w.into_lines(),
             ["/x/log: read error after 8 bytes, parsing the complete lines before it: device gone"]
         );
+    }
+
+    #[test]
+    fn a_file_is_opened_relative_to_its_directory_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("build.ninja"), b"x").unwrap();
+        assert!(open_in_own_directory(&real.join("build.ninja")).is_ok());
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let err = open_in_own_directory(&link.join("build.ninja")).unwrap_err();
+        assert!(is_refused_symlink(&err), "{err}");
     }
 
     #[test]

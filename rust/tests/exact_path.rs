@@ -477,7 +477,7 @@ proptest! {
         let at = cut.index(valid.len() + 1);
         spliced.splice(at..at, bytes.iter().copied());
         for text in [&bytes, &spliced] {
-            for graph in [ninja_file::parse(&text[..]), makefile::parse(&text[..])].into_iter().flatten() {
+            for graph in [ninja_file::parse(&text[..], usize::MAX), makefile::parse(&text[..], usize::MAX)].into_iter().flatten() {
                 let n = graph.node_count() as u32;
                 let weights = exact_path::Weights {
                     node_of_rule: (0..n.min(8)).collect(),

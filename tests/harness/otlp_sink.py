@@ -80,6 +80,11 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _BadRequest(404, "unknown path")
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             raw = _decompress(body, encoding)
+            limit = self.server.sink.max_decoded_bytes
+            if limit is not None and len(raw) > limit:
+                # A gateway's body limit (the collector's OTLP receiver:
+                # 20 MiB by default) applies to the decoded body.
+                raise _BadRequest(413, f"body of {len(raw)} bytes over the {limit}-byte limit")
             message = _decode_or_400(kind, raw)
             self.server.sink._keep_on_disk(kind, raw)
         except _BadRequest as exc:
@@ -157,12 +162,15 @@ class _Server(ThreadingHTTPServer):
 class OtlpSink:
     """An in-process OTLP/HTTP sink on 127.0.0.1. Thread-safe accessors."""
 
-    def __init__(self, port=0, summarize=None):
+    def __init__(self, port=0, summarize=None, max_decoded_bytes=None):
         """`summarize(signal, message)`: what to keep of each request, for
         runs too big to keep every body and decoded message (a 1M-span
         build); Received.message is then its result and Received.body b"",
-        and the span/point accessors below do not apply."""
+        and the span/point accessors below do not apply.
+        `max_decoded_bytes`: a decoded body over it is answered 413, as a
+        gateway with that body limit does."""
         self._port = port
+        self.max_decoded_bytes = max_decoded_bytes
         self._summarize = summarize
         self._server = None
         self._thread = None

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,7 +26,7 @@ func TestHardLinkKeepsAppendsAfterDeletion(t *testing.T) {
 	if err := os.MkdirAll(build, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(filepath.Join(root, "capture"))
+	c, err := New(filepath.Join(root, "capture"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,34 +63,56 @@ func TestCopyAndFollowWhenLinkImpossible(t *testing.T) {
 	if err := os.MkdirAll(build, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(filepath.Join(root, "capture"))
+	c, err := New(filepath.Join(root, "capture"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := filepath.Join(build, Outcomes)
 	appendTo(t, src, "a\tobj\t0\t0\n")
 	dst := filepath.Join(c.buildDir(build), Outcomes)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		t.Fatal(err)
-	}
 	// Simulate a cross-device capture: start in copy mode.
-	n, err := appendFrom(src, dst, 0)
-	if err != nil {
+	if _, err := c.Observe(build); err != nil {
 		t.Fatal(err)
 	}
-	c.copies[dst] = n
+	_ = os.Remove(dst)
+	c.copies[dst] = 0
+	copyNow(t, c, build)
 	appendTo(t, src, "b\texe\t0\t0\n")
 	if _, err := c.Observe(build); err != nil {
 		t.Fatal(err)
 	}
+	copyNow(t, c, build)
 	os.Remove(src)
 	if _, err := c.Observe(build); err != nil { // source gone: keeps what it had
 		t.Fatal(err)
 	}
+	copyNow(t, c, build)
 	got, _ := os.ReadFile(c.Path(build, Outcomes))
 	if string(got) != "a\tobj\t0\t0\nb\texe\t0\t0\n" {
 		t.Fatalf("followed copy %q", got)
 	}
+}
+
+// copyNow runs the copies Observe queued, as the copier goroutine would.
+func copyNow(t *testing.T, c *Capturer, build string) {
+	t.Helper()
+	if err := copyQueued(c, build); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyQueued(c *Capturer, build string) error {
+	var errs []error
+	for c.Copying(build) {
+		dir := <-c.copier.queue
+		if _, err := c.copyBuild(context.Background(), dir); err != nil {
+			errs = append(errs, err)
+		}
+		c.copier.mu.Lock()
+		delete(c.copier.pending, dir)
+		c.copier.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 func TestSymlinkedTransientFileIsNotFollowed(t *testing.T) {
@@ -100,7 +124,7 @@ func TestSymlinkedTransientFileIsNotFollowed(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(build, Statslog)); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := New(filepath.Join(root, "capture"))
+	c, _ := New(filepath.Join(root, "capture"), 1<<20)
 	if n, _ := c.Observe(build); n != 0 || c.Path(build, Statslog) != "" {
 		t.Fatal("a symlink was captured")
 	}

@@ -48,13 +48,14 @@ func TestCopyAndFollowAcrossFilesystems(t *testing.T) {
 		t.Fatalf("linking across the two filesystems: got %v, want EXDEV", err)
 	}
 
-	c, err := New(filepath.Join(other, "capture"))
+	c, err := New(filepath.Join(other, "capture"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := c.Observe(build); err != nil || n != 1 {
-		t.Fatalf("first observe: %d new, %v; want 1 new capture", n, err)
+	if _, err := c.Observe(build); err != nil || !c.Copying(build) {
+		t.Fatalf("first observe: %v, copying %v; want a copy queued", err, c.Copying(build))
 	}
+	copyNow(t, c, build)
 	dst := c.Path(build, Outcomes)
 	if dst == "" {
 		t.Fatal("no capture after the first observe")
@@ -75,12 +76,14 @@ func TestCopyAndFollowAcrossFilesystems(t *testing.T) {
 	if n, err := c.Observe(build); err != nil || n != 0 {
 		t.Fatalf("second observe: %d new, %v; want the existing capture followed", n, err)
 	}
+	copyNow(t, c, build)
 	if err := os.Remove(src); err != nil { // ct-cake deletes it
 		t.Fatal(err)
 	}
 	if _, err := c.Observe(build); err != nil { // source gone: keeps what it had
 		t.Fatal(err)
 	}
+	copyNow(t, c, build)
 	got, err := os.ReadFile(dst)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
 )
 
@@ -34,7 +36,13 @@ func TestCopyNeverWaitsOnAFIFO(t *testing.T) {
 	} {
 		done := make(chan result, 1)
 		go func() {
-			n, err := appendFrom(c.src, c.dst, 0)
+			d, err := dirfd.Open(filepath.Dir(c.src))
+			if err != nil {
+				done <- result{0, err}
+				return
+			}
+			defer d.Close()
+			n, err := (&Capturer{maxBytes: 1 << 20}).copyFile(context.Background(), d, filepath.Base(c.src), c.dst, 0)
 			done <- result{n, err}
 		}()
 		select {

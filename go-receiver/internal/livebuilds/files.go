@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/capture"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
 )
@@ -24,7 +26,12 @@ const maxLiveRead = 4 << 20
 // liveFile is one growing file of a running build.
 type liveFile struct {
 	kind ffi.LiveKind
+	// path names the file in offsets, keys and messages; it is opened by
+	// name relative to at (a handle of its directory), or by path when at
+	// is nil (a configured statslog, a capture).
 	path string
+	at   *dirfd.Dir
+	name string
 	// fromEnd: the file is shared with earlier builds (an explicit
 	// statslog, a cwd's .ninja_log), so reading starts at its size when the
 	// build is first seen, not at 0.
@@ -34,100 +41,186 @@ type liveFile struct {
 	// bytes) is read instead when it is gone before it was first opened.
 	captured bool
 	// held: the file belongs to this build alone and ct-cake deletes it
-	// (auto statslog, make timing log): it is kept open once opened, so
-	// its last bytes can be read after the deletion — and after the
-	// capture was released with the delivered build.
+	// (auto statslog, make timing log): it is kept open while it grows
+	// (within the descriptor bounds, held.go), so its last bytes can be
+	// read after the deletion.
 	held bool
+	// onlyHeld: listed because a descriptor is kept for it (the name may
+	// be gone); never opened again by name.
+	onlyHeld bool
 }
 
-// liveFiles lists the growing files of the build in dir whose ct-cake PID
-// is pid: its auto statslog, an explicit statslog mapped by
-// capture.statslogs, its make timing logs and a ninja log. Without a
-// live.files mapping, compiletools' default layout
-// (<cwd>/bin/<variant>/diagnostics/<id>) locates the make timing log in
-// <bindir> and the ninja log in the cwd.
-func (t *Tracker) liveFiles(dir string, pid uint64) []liveFile {
-	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), captured: true, held: true}}
+// buildDirs are the directory handles of one build for one look: every
+// file of the build is opened relative to one of them (package dirfd).
+type buildDirs struct {
+	inv       *dirfd.Dir // the invocation directory
+	makeDir   *dirfd.Dir // where its make timing logs are (nil: unknown)
+	ninjaDir  *dirfd.Dir // where its ninja log is (nil: unknown)
+	ninjaName string
+}
+
+func (d buildDirs) close() {
+	for _, h := range []*dirfd.Dir{d.inv, d.makeDir, d.ninjaDir} {
+		_ = h.Close()
+	}
+}
+
+// openBuildDirs opens the invocation directory dir (never through a link)
+// and the directories of its other growing files. In compiletools'
+// default layout (<cwd>/bin/<variant>/diagnostics/<id>) those are reached
+// through ".." from the invocation directory's own handle: whatever its
+// path names meanwhile, they are the parents of the directory that was
+// checked. A live.files mapping names them by path, each opened without
+// following a link in its last component.
+func (t *Tracker) openBuildDirs(dir string) (buildDirs, error) {
+	inv, err := dirfd.Open(dir)
+	if err != nil {
+		return buildDirs{}, err
+	}
+	d := buildDirs{inv: inv}
+	loc := t.liveLocations(dir)
+	if loc.mapped {
+		if loc.makeDir != "" {
+			d.makeDir, _ = dirfd.Open(loc.makeDir)
+		}
+		if loc.ninjaLog != "" {
+			d.ninjaDir, _ = dirfd.Open(filepath.Dir(loc.ninjaLog))
+			d.ninjaName = filepath.Base(loc.ninjaLog)
+		}
+		return d, nil
+	}
+	if loc.makeDir == "" {
+		return d, nil
+	}
+	diag, err := inv.Parent()
+	if err != nil {
+		return d, nil
+	}
+	defer diag.Close()
+	if d.makeDir, err = diag.Parent(); err != nil || loc.ninjaLog == "" {
+		return d, nil
+	}
+	bin, err := d.makeDir.Parent()
+	if err != nil {
+		return d, nil
+	}
+	defer bin.Close()
+	if d.ninjaDir, err = bin.Parent(); err == nil {
+		d.ninjaName = filepath.Base(loc.ninjaLog)
+	}
+	return d, nil
+}
+
+// liveFiles lists the growing files of build b: its auto statslog, an
+// explicit statslog mapped by capture.statslogs, its make timing logs
+// (at most what live.max_files_per_build leaves) and a ninja log.
+func (t *Tracker) liveFiles(b *liveBuild, d buildDirs) []liveFile {
+	dir := b.dir
+	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), at: d.inv,
+		name: capture.Statslog, captured: true, held: true}}
 	if p := t.set.ExplicitStatslog(dir); p != "" {
 		files = append(files, liveFile{kind: ffi.LiveStatslog, path: p, fromEnd: true})
 	}
-	makeDir, ninjaLog := t.liveLocations(dir)
-	if makeDir != "" {
-		for _, m := range makeTimingLogs(makeDir, pid) {
-			files = append(files, liveFile{kind: ffi.LiveMakeTiming, path: m, held: true})
+	loc := t.liveLocations(dir)
+	if d.makeDir != nil {
+		names := makeTimingLogs(d.makeDir, b.pid)
+		room := max(t.o.MaxFilesPerBuild-len(files)-1, 0)
+		if len(names) > room {
+			t.warnOnce(dir+"\x00files", "a running build has more make timing logs than live.max_files_per_build; the rest are not followed",
+				fmt.Errorf("%d make timing logs, %d followed", len(names), room))
+			names = names[:room]
+		}
+		for _, n := range names {
+			files = append(files, liveFile{kind: ffi.LiveMakeTiming, path: filepath.Join(loc.makeDir, n), at: d.makeDir, name: n, held: true})
 		}
 	}
-	if ninjaLog != "" {
-		files = append(files, liveFile{kind: ffi.LiveNinjaLog, path: ninjaLog, fromEnd: true})
+	if d.ninjaDir != nil {
+		files = append(files, liveFile{kind: ffi.LiveNinjaLog, path: loc.ninjaLog, at: d.ninjaDir, name: d.ninjaName, fromEnd: true})
 	}
 	return files
 }
 
-// makeTimingLogs lists <dir>/.ct-make-timing.<pid>.*.jsonl (compared by
-// name, not globbed: the directory may contain glob metacharacters).
-func makeTimingLogs(dir string, pid uint64) []string {
-	entries, err := os.ReadDir(dir)
+// makeTimingLogs lists .ct-make-timing.<pid>.*.jsonl in dir, by name
+// (compared, not globbed: the directory may contain glob metacharacters).
+func makeTimingLogs(dir *dirfd.Dir, pid uint64) []string {
+	names, err := dir.Names()
 	if err != nil {
 		return nil
 	}
 	prefix := fmt.Sprintf(".ct-make-timing.%d.", pid)
 	var out []string
-	for _, e := range entries {
-		if name := e.Name(); strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".jsonl") && e.Type().IsRegular() {
-			out = append(out, filepath.Join(dir, name))
+	for _, name := range names {
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".jsonl") {
+			out = append(out, name)
 		}
 	}
+	slices.Sort(out)
 	return out
+}
+
+// locations is where a build's make timing logs and ninja log are.
+type locations struct {
+	makeDir, ninjaLog string
+	// mapped: from live.files (opened by path), not the default layout
+	// (reached from the invocation directory).
+	mapped bool
 }
 
 // liveLocations returns where the build's make timing logs and ninja log
 // are: the first live.files mapping matching dir, else the default layout.
-func (t *Tracker) liveLocations(dir string) (makeDir, ninjaLog string) {
+func (t *Tracker) liveLocations(dir string) locations {
 	for _, m := range t.o.Files {
 		if ok, _ := doublestar.PathMatch(m.Include, dir); ok {
-			return m.MakeTimingDir, m.NinjaLog
+			return locations{makeDir: m.MakeTimingDir, ninjaLog: m.NinjaLog, mapped: true}
 		}
 	}
 	parent := filepath.Dir(dir)
 	if filepath.Base(parent) != "diagnostics" {
-		return "", ""
+		return locations{}
 	}
 	bindir := filepath.Dir(parent)
 	if filepath.Base(filepath.Dir(bindir)) != "bin" {
-		return bindir, ""
+		return locations{makeDir: bindir}
 	}
-	return bindir, filepath.Join(filepath.Dir(filepath.Dir(bindir)), ".ninja_log")
+	return locations{makeDir: bindir, ninjaLog: filepath.Join(filepath.Dir(filepath.Dir(bindir)), ".ninja_log")}
 }
 
-// readable is the path to read f from: its own, or the capture of a
-// transient file ct-cake deleted.
-func (t *Tracker) readable(dir string, f liveFile) string {
-	if !f.captured || t.set.Capturer == nil || exists(f.path) {
-		return f.path
+// sizeOf is the size of f when it is a regular file; ok false when it
+// does not exist (or is something else).
+func sizeOf(f liveFile) (size int64, ok bool) {
+	if f.at == nil {
+		st, err := os.Lstat(f.path)
+		if err != nil || !st.Mode().IsRegular() {
+			return 0, false
+		}
+		return st.Size(), true
 	}
-	if p := t.set.Capturer.Path(dir, filepath.Base(f.path)); p != "" {
-		return p
+	e, err := f.at.Stat(f.name)
+	if err != nil || !e.Regular {
+		return 0, false
 	}
-	return f.path
+	return e.Size, true
 }
 
-// fileSize is the size of a regular file; 0 when it does not exist yet.
-func fileSize(path string) int64 {
-	st, err := os.Lstat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return 0
+// open opens f, or the capture of a transient file ct-cake deleted; nil,
+// nil when neither exists.
+func (t *Tracker) open(dir string, f liveFile) (*os.File, error) {
+	var file *os.File
+	var err error
+	if f.at != nil {
+		file, _, err = f.at.OpenFile(f.name)
+	} else {
+		file, _, err = regularfile.Open(f.path)
 	}
-	return st.Size()
-}
-
-// openLive opens path (never a symlink, FIFO or device); nil, nil when it
-// does not exist.
-func openLive(path string) (*os.File, error) {
-	f, _, err := regularfile.Open(path)
+	if errors.Is(err, fs.ErrNotExist) && f.captured && t.set.Capturer != nil {
+		if p := t.set.Capturer.Path(dir, capture.Statslog); p != "" {
+			file, _, err = regularfile.Open(p)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return f, err
+	return file, err
 }
 
 // readAppended reads at most maxLiveRead bytes of f from offset. A file
@@ -138,7 +231,10 @@ func readAppended(f *os.File, offset int64, shared bool) (data []byte, reset int
 	if err != nil {
 		return nil, 0, false, err
 	}
-	size := st.Size()
+	return readAppendedSized(f, st.Size(), offset, shared)
+}
+
+func readAppendedSized(f *os.File, size, offset int64, shared bool) (data []byte, reset int64, wasReset bool, err error) {
 	if size < offset {
 		// A shared file's old bytes belong to earlier builds: skip them.
 		if shared {
@@ -158,59 +254,49 @@ func readAppended(f *os.File, offset int64, shared bool) (data []byte, reset int
 	return data[:got], 0, false, nil
 }
 
-// heldFile is a file kept open for a followed build.
-type heldFile struct {
-	f   *os.File
-	dir string
-	lf  liveFile
-}
-
-// read reads what f gained since offset: through the file kept open for
-// it, or a fresh open (a shared file, which may be replaced).
+// read reads what f gained since offset: through the descriptor kept open
+// for it, or a fresh open — made only when the file grew (or shrank), so a
+// build with many idle files costs a stat each, not an open.
 func (t *Tracker) read(dir string, f liveFile, offset int64) ([]byte, int64, bool, error) {
-	file := t.held[f.path].f
-	if file == nil {
-		var err error
-		if file, err = openLive(t.readable(dir, f)); err != nil || file == nil {
-			return nil, 0, false, err
+	if h := t.held.get(f.path); h != nil {
+		data, reset, wasReset, err := readAppended(h.f, offset, f.fromEnd)
+		if len(data) > 0 {
+			t.held.grew(f.path, t.tickNo)
 		}
-		if f.held {
-			t.held[f.path] = heldFile{f: file, dir: dir, lf: f}
-		} else {
-			defer file.Close()
-		}
+		return data, reset, wasReset, err
 	}
-	return readAppended(file, offset, f.fromEnd)
+	if f.onlyHeld {
+		return nil, 0, false, nil
+	}
+	if size, ok := sizeOf(f); ok && size == offset {
+		return nil, 0, false, nil
+	} else if !ok && !f.captured {
+		return nil, 0, false, nil
+	}
+	file, err := t.open(dir, f)
+	if err != nil || file == nil {
+		return nil, 0, false, err
+	}
+	data, reset, wasReset, err := readAppended(file, offset, f.fromEnd)
+	if f.held && len(data) > 0 && t.held.admit(dir, f, file, t.tickNo) {
+		return data, reset, wasReset, err
+	}
+	_ = file.Close()
+	return data, reset, wasReset, err
 }
 
 // filesOf lists b's growing files: those on disk now, and those kept open
 // that ct-cake deleted meanwhile (a make timing log after its ingest).
-func (t *Tracker) filesOf(b *liveBuild) []liveFile {
-	files := t.liveFiles(b.dir, b.pid)
+func (t *Tracker) filesOf(b *liveBuild, d buildDirs) []liveFile {
+	files := t.liveFiles(b, d)
 	listed := make(map[string]bool, len(files))
 	for _, f := range files {
 		listed[f.path] = true
 	}
-	for path, h := range t.held {
-		if h.dir == b.dir && !listed[path] {
-			files = append(files, h.lf)
+	for _, lf := range t.held.ofBuild(b.dir) {
+		if !listed[lf.path] {
+			files = append(files, lf)
 		}
 	}
 	return files
-}
-
-func (t *Tracker) release(path string) {
-	if h, ok := t.held[path]; ok {
-		_ = h.f.Close()
-		delete(t.held, path)
-	}
-}
-
-// releaseBuild closes the files kept open for the build in dir.
-func (t *Tracker) releaseBuild(dir string) {
-	for path, h := range t.held {
-		if h.dir == dir {
-			t.release(path)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 )
 
@@ -36,9 +37,21 @@ func (t *Tracker) takeBorn(dir string, now time.Time) {
 // from its saved state, ignored when ended or dead at first sight.
 func (t *Tracker) follow(dir string, now time.Time) {
 	pid := invocationPID(dir)
+	if st, ok := t.states[dir]; ok && st.Ended && t.replacedSince(dir, st) {
+		delete(t.states, dir) // its directory was made again: a new build
+		t.abandoned.Delete(dir)
+	}
 	if st, ok := t.states[dir]; ok {
 		if st.Ended {
 			t.ignored[dir] = true
+			if st.Abandoned() {
+				// Ended before a restart: the restart's first poll may
+				// have captured its files again.
+				t.abandoned.Store(dir, struct{}{})
+				if t.set.Capturer != nil {
+					_ = t.set.Capturer.Release(dir)
+				}
+			}
 		} else {
 			t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
 		}
@@ -48,8 +61,34 @@ func (t *Tracker) follow(dir string, now time.Time) {
 		t.ignored[dir] = true
 		return
 	}
-	t.builds[dir] = &liveBuild{dir: dir, pid: pid, running: true}
-	t.states[dir] = liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: t.firstOffsets(dir, pid)}
+	b := &liveBuild{dir: dir, pid: pid, running: true}
+	st, ok := t.firstState(b, now)
+	if !ok {
+		t.ignored[dir] = true // gone, or a link: never followed
+		return
+	}
+	t.builds[dir] = b
+	t.states[dir] = st
+}
+
+// firstState is the state of a build first seen now: the identity of its
+// directory, and its shared files read from their size (a missing one
+// from 0 once it appears). ok is false when the directory cannot be
+// opened (gone, or a symbolic link).
+func (t *Tracker) firstState(b *liveBuild, now time.Time) (liveBuildState, bool) {
+	d, err := t.openBuildDirs(b.dir)
+	if err != nil {
+		return liveBuildState{}, false
+	}
+	defer d.close()
+	offsets := map[string]int64{}
+	for _, f := range t.liveFiles(b, d) {
+		if f.fromEnd {
+			size, _ := sizeOf(f)
+			offsets[f.path] = size
+		}
+	}
+	return liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: offsets, Dir: d.inv.ID()}, true
 }
 
 // takeScan updates the followed builds from a poll's running directories.
@@ -62,6 +101,9 @@ func (t *Tracker) takeScan(running []string, now time.Time) {
 			b.running = true
 			continue
 		}
+		if t.ignored[dir] && t.replacedSince(dir, t.states[dir]) {
+			delete(t.ignored, dir)
+		}
 		if !t.ignored[dir] {
 			t.follow(dir, now)
 		}
@@ -72,6 +114,7 @@ func (t *Tracker) takeScan(running []string, now time.Time) {
 	for dir := range t.ignored {
 		if !listed[dir] {
 			delete(t.ignored, dir)
+			t.abandoned.Delete(dir)
 			if t.states[dir].Ended {
 				delete(t.states, dir) // no longer "running" on disk: never followed again
 			}
@@ -88,18 +131,6 @@ func (t *Tracker) takeScan(running []string, now time.Time) {
 			delete(t.states, dir) // never announced: nothing to end
 		}
 	}
-}
-
-// firstOffsets: files shared with earlier builds are read from their size
-// when the build is first seen (a missing one from 0 once it appears).
-func (t *Tracker) firstOffsets(dir string, pid uint64) map[string]int64 {
-	offsets := map[string]int64{}
-	for _, f := range t.liveFiles(dir, pid) {
-		if f.fromEnd {
-			offsets[f.path] = fileSize(f.path)
-		}
-	}
-	return offsets
 }
 
 // deadAtFirstSight: directories without timing.json accumulate (a build
@@ -139,4 +170,14 @@ func pidGone(pid uint64) bool {
 	}
 	err := syscall.Kill(int(pid), 0)
 	return errors.Is(err, syscall.ESRCH)
+}
+
+// replacedSince reports whether dir is now another directory than the one
+// st was taken of (deleted and made again under the same name).
+func (t *Tracker) replacedSince(dir string, st liveBuildState) bool {
+	if st.Dir.IsZero() {
+		return false
+	}
+	id, err := dirfd.Of(dir)
+	return err == nil && id != st.Dir
 }

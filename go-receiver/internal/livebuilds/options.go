@@ -20,6 +20,12 @@ type Options struct {
 	Interval time.Duration
 	// MaxRecordsPerBuild caps the records read from one build per interval.
 	MaxRecordsPerBuild int
+	// MaxRequestRecords and MaxRequestBytes bound one logs request.
+	MaxRequestRecords, MaxRequestBytes int
+	// MaxFilesPerBuild caps the growing files followed per build;
+	// MaxOpenFilesPerBuild and MaxOpenFiles the descriptors kept open for
+	// them, per build and in total (held.go).
+	MaxFilesPerBuild, MaxOpenFilesPerBuild, MaxOpenFiles int
 	// AbandonAfter: a build without timing.json this long after it was
 	// first seen is taken as dead; with AbandonWhenPIDGone, so is one
 	// whose ct-cake PID no longer exists.

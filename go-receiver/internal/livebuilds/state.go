@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 )
 
 // liveStateKey holds every followed build's live state in one value: a
@@ -24,6 +26,10 @@ type liveBuildState struct {
 	Ended       bool             `json:"ended,omitempty"`
 	FirstSeenNs int64            `json:"first_seen_ns"`
 	Offsets     map[string]int64 `json:"offsets,omitempty"`
+	// Dir is the invocation directory's identity when it was first seen:
+	// a directory deleted and made again under the same name is another
+	// build (issue 22, defect 5). Zero in states saved before it existed.
+	Dir dirfd.ID `json:"dir,omitzero"`
 }
 
 // liveStateStore keeps the live states in the receiver's storage extension
@@ -92,8 +98,14 @@ func cloneStates(in map[string]liveBuildState) map[string]liveBuildState {
 	return out
 }
 
+func cloneState(v liveBuildState) liveBuildState {
+	v.Offsets = maps.Clone(v.Offsets)
+	return v
+}
+
 func equalStates(a, b map[string]liveBuildState) bool {
 	return maps.EqualFunc(a, b, func(x, y liveBuildState) bool {
-		return x.Started == y.Started && x.Ended == y.Ended && x.FirstSeenNs == y.FirstSeenNs && maps.Equal(x.Offsets, y.Offsets)
+		return x.Started == y.Started && x.Ended == y.Ended && x.FirstSeenNs == y.FirstSeenNs && x.Dir == y.Dir &&
+			maps.Equal(x.Offsets, y.Offsets)
 	})
 }

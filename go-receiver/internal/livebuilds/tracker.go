@@ -7,12 +7,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
@@ -50,7 +49,13 @@ type Tracker struct {
 	builds map[string]*liveBuild
 	// ignored are running directories not followed: dead at first sight,
 	// or already ended as abandoned.
-	ignored  map[string]bool
+	ignored map[string]bool
+	// abandoned are the directories of builds ended as abandoned that are
+	// still on disk; read by the poll (IsAbandoned), so a sync.Map.
+	abandoned sync.Map
+	// replaced are followed builds whose directory was made again: their
+	// end record is the last thing sent of the old build.
+	replaced map[string]bool
 	haveScan bool
 	warned   map[string]bool
 	metrics  liveMetrics
@@ -60,7 +65,9 @@ type Tracker struct {
 	nudges   chan struct{}
 	lastTick time.Time
 	// held are the open files of followed builds (liveFile.held), by path.
-	held map[string]heldFile
+	held *heldFiles
+	// tickNo counts the looks (held files remember when they last grew).
+	tickNo uint64
 }
 
 // minTickGap bounds how often watch events make the tracker read: a burst
@@ -79,24 +86,40 @@ type liveBuild struct {
 // (nil: kept in memory only). Its error is the client's, which the caller
 // still owns then.
 func New(ctx context.Context, client storage.Client, o Options, set Settings) (*Tracker, error) {
+	o = withDefaults(o)
 	store, err := openStateStore(ctx, client, set.Logger)
 	if err != nil {
 		return nil, err
 	}
 	return &Tracker{
-		o:       o,
-		set:     set,
-		scans:   make(chan []string, 1),
-		store:   store,
-		states:  store.load(),
-		builds:  map[string]*liveBuild{},
-		ignored: map[string]bool{},
-		warned:  map[string]bool{},
-		metrics: newLiveMetrics(set.Now()),
-		born:    make(chan string, 64),
-		held:    map[string]heldFile{},
-		nudges:  make(chan struct{}, 1),
+		o:        o,
+		set:      set,
+		scans:    make(chan []string, 1),
+		store:    store,
+		states:   store.load(),
+		builds:   map[string]*liveBuild{},
+		ignored:  map[string]bool{},
+		replaced: map[string]bool{},
+		warned:   map[string]bool{},
+		metrics:  newLiveMetrics(set.Now()),
+		born:     make(chan string, 64),
+		held:     newHeldFiles(o.MaxOpenFilesPerBuild, o.MaxOpenFiles),
+		nudges:   make(chan struct{}, 1),
 	}, nil
+}
+
+// withDefaults fills the bounds a caller left zero.
+func withDefaults(o Options) Options {
+	if o.MaxRequestRecords <= 0 {
+		o.MaxRequestRecords = 4096
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = 4 << 20
+	}
+	if o.MaxFilesPerBuild <= 0 {
+		o.MaxFilesPerBuild = 64
+	}
+	return o
 }
 
 // Offer hands the running directories of a poll to the tracker; a list it
@@ -132,11 +155,7 @@ func (t *Tracker) Close(ctx context.Context) error {
 func (t *Tracker) Run(ctx context.Context) {
 	ticker := time.NewTicker(t.o.Interval)
 	defer ticker.Stop()
-	defer func() {
-		for path := range t.held {
-			t.release(path)
-		}
-	}()
+	defer t.held.releaseAll()
 	for {
 		select {
 		case <-ctx.Done():
@@ -153,6 +172,17 @@ func (t *Tracker) Run(ctx context.Context) {
 			t.tick(ctx)
 		}
 	}
+}
+
+// IsAbandoned reports whether the build in dir ended as abandoned (its
+// ct-cake died) and is still on disk: its transient files need no
+// capture. Safe on a nil tracker and from any goroutine.
+func (t *Tracker) IsAbandoned(dir string) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.abandoned.Load(dir)
+	return ok
 }
 
 // BuildAppeared: a new invocation directory (from the watch goroutine;
@@ -184,58 +214,85 @@ func (t *Tracker) tickSoon(ctx context.Context) {
 	t.tick(ctx)
 }
 
-// tick reads every followed build once and sends what it found in one
-// request; states are committed only once the consumer accepted it.
+// tick reads every followed build once and sends what it found, in
+// bounded requests (requests.go); a build's state is committed only once
+// the consumer accepted its records. A shutdown stops it between builds.
 func (t *Tracker) tick(ctx context.Context) {
 	if !t.haveScan {
 		return
 	}
 	now := t.set.Now()
 	t.lastTick = now
-	batch := plog.NewLogs()
-	next := cloneStates(t.states)
-	var compiles ffi.LiveOutcomes
-	var ended []string
+	t.tickNo++
 	dirs := make([]string, 0, len(t.builds))
 	for dir := range t.builds {
 		dirs = append(dirs, dir)
 	}
 	slices.Sort(dirs)
+	packer := newRequestPacker(t)
 	for _, dir := range dirs {
-		st := next[dir]
+		if ctx.Err() != nil {
+			break
+		}
+		st := cloneState(t.states[dir])
 		if st.Offsets == nil {
 			st.Offsets = map[string]int64{}
 		}
-		if t.step(ctx, t.builds[dir], &st, now, batch, &compiles) {
-			ended = append(ended, dir)
-		}
-		next[dir] = st
-	}
-	if batch.LogRecordCount() > 0 {
-		if err := t.set.ConsumeLogs(ctx, batch); err != nil {
-			if !consumererror.IsPermanent(err) {
-				t.set.Logger.Debug("live records not accepted; reading them again next time", zap.Error(err))
-				return
-			}
-			t.set.Logger.Warn("logs consumer rejected live records permanently; dropping them", zap.Error(err))
+		logs := plog.NewLogs()
+		pb := &pendingBuild{dir: dir}
+		pb.ended = t.step(ctx, t.builds[dir], &st, now, logs, &pb.outcomes)
+		pb.state = st
+		if err := packer.add(ctx, pb, logs); err != nil {
+			break
 		}
 	}
-	t.states = next
-	for _, dir := range ended {
-		t.releaseBuild(dir)
-		delete(t.builds, dir)
-		if t.states[dir].Abandoned() {
-			t.ignored[dir] = true // kept: it still looks like a running build on disk
-		} else {
-			delete(t.states, dir)
+	if ctx.Err() == nil {
+		_ = packer.flush(ctx)
+	}
+	var compiles ffi.LiveOutcomes
+	for _, pb := range packer.done {
+		t.states[pb.dir] = pb.state
+		compiles.DirectHits += pb.outcomes.DirectHits
+		compiles.PreprocessedHits += pb.outcomes.PreprocessedHits
+		compiles.Misses += pb.outcomes.Misses
+		compiles.Uncacheable += pb.outcomes.Uncacheable
+		if pb.ended {
+			t.endBuild(pb.dir)
 		}
 	}
+	t.held.closeIdle(t.tickNo)
 	t.metrics.add(compiles)
 	if err := t.store.save(context.WithoutCancel(ctx), t.states); err != nil && !t.warned["\x00save"] {
 		t.warned["\x00save"] = true
 		t.set.Logger.Warn("cannot save live build state; after a restart some live records may be sent again", zap.Error(err))
 	}
 	t.sendMetrics(ctx, now)
+}
+
+// endBuild forgets a build whose end record was delivered. An abandoned
+// build's captured files are deleted with it: no timing.json will use
+// them (issue 22, defect 7).
+func (t *Tracker) endBuild(dir string) {
+	t.held.releaseBuild(dir)
+	delete(t.builds, dir)
+	if t.replaced[dir] {
+		// The directory holds another build now: followed afresh by the
+		// next poll; the capture already belongs to the new one.
+		delete(t.replaced, dir)
+		delete(t.states, dir)
+		return
+	}
+	if t.states[dir].Abandoned() {
+		t.ignored[dir] = true // kept: it still looks like a running build on disk
+		t.abandoned.Store(dir, struct{}{})
+		if t.set.Capturer != nil {
+			if err := t.set.Capturer.Release(dir); err != nil {
+				t.warnOnce(dir+"\x00release", "cannot delete the captured files of an abandoned build", err)
+			}
+		}
+	} else {
+		delete(t.states, dir)
+	}
 }
 
 // step reads one build's new records into batch and decides its end;
@@ -263,61 +320,6 @@ func (t *Tracker) step(ctx context.Context, b *liveBuild, st *liveBuildState, no
 		}
 		return res, true
 	}
-	if !st.Started {
-		req := base
-		req.Kind = ffi.LiveBuildStart
-		if _, ok := emit(req); !ok {
-			return false
-		}
-		st.Started = true
-	}
-	rec, settled := t.set.Checkpoints.Get(b.dir)
-	timingExists := exists(filepath.Join(b.dir, discovery.TimingFile))
-	// Once timing.json exists the build's files get nothing more (ct-cake
-	// wrote it after its backend step): a last line or block is complete.
-	final := !b.running && (settled || timingExists)
-	remaining := t.o.MaxRecordsPerBuild
-	for _, f := range t.filesOf(b) {
-		if remaining <= 0 {
-			break
-		}
-		offset := st.Offsets[f.path]
-		data, reset, wasReset, err := t.read(b.dir, f, offset)
-		if err != nil {
-			t.warnOnce(f.path, "cannot read a growing build file", err)
-			continue
-		}
-		if wasReset {
-			st.Offsets[f.path] = reset
-			continue
-		}
-		if len(data) == 0 {
-			continue
-		}
-		req := base
-		req.Kind, req.Data, req.Final, req.MaxRecords = f.kind, data, final, uint32(remaining)
-		res, ok := emit(req)
-		if !ok {
-			continue
-		}
-		if res.Skipped > 0 {
-			t.warnOnce(f.path+"\x00skipped", "lines of a growing build file are not records; skipped (logged once per file)",
-				fmt.Errorf("%d line(s) skipped in this read", res.Skipped))
-		}
-		consumed := int64(res.Consumed)
-		if consumed == 0 && len(data) == maxLiveRead {
-			consumed = int64(len(data)) // one line longer than a read: never a record
-		}
-		st.Offsets[f.path] = offset + consumed
-		remaining -= int(res.Records)
-		compiles.DirectHits += res.Outcomes.DirectHits
-		compiles.PreprocessedHits += res.Outcomes.PreprocessedHits
-		compiles.Misses += res.Outcomes.Misses
-		compiles.Uncacheable += res.Outcomes.Uncacheable
-	}
-	if remaining <= 0 {
-		return false // more to read first; the end waits
-	}
 	end := func(abandoned, link bool) bool {
 		req := base
 		req.Kind, req.Abandoned, req.LinkTrace = ffi.LiveBuildEnd, abandoned, link
@@ -331,17 +333,95 @@ func (t *Tracker) step(ctx context.Context, b *liveBuild, st *liveBuildState, no
 		}
 		return true
 	}
+	// Every file of the build is opened relative to these handles (never
+	// through a link); a directory that cannot be opened is gone.
+	d, dirErr := t.openBuildDirs(b.dir)
+	defer d.close()
+	if dirErr == nil && !st.Dir.IsZero() && d.inv.ID() != st.Dir {
+		// Deleted and made again under the same name: another build. The
+		// old one ends as abandoned; the new one is followed from the next
+		// look, with nothing of the old one (files, offsets, capture).
+		t.warnOnce(b.dir+"\x00recreated", "a followed build directory was replaced by another; following the new one as a new build",
+			fmt.Errorf("identity %s, now %s", st.Dir, d.inv.ID()))
+		t.held.releaseBuild(b.dir)
+		if !st.Started {
+			*st = liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: map[string]int64{}, Dir: d.inv.ID()}
+			return false
+		}
+		t.replaced[b.dir] = true
+		return end(true, false)
+	}
+	if dirErr == nil && st.Dir.IsZero() {
+		st.Dir = d.inv.ID()
+	}
+	if !st.Started {
+		req := base
+		req.Kind = ffi.LiveBuildStart
+		if _, ok := emit(req); !ok {
+			return false
+		}
+		st.Started = true
+	}
+	rec, settled := t.set.Checkpoints.Get(b.dir)
+	timingExists := dirErr == nil && d.inv.Exists(discovery.TimingFile)
+	// Once timing.json exists the build's files get nothing more (ct-cake
+	// wrote it after its backend step): a last line or block is complete.
+	final := !b.running && (settled || timingExists)
+	remaining := t.o.MaxRecordsPerBuild
+	if dirErr == nil {
+		for _, f := range t.filesOf(b, d) {
+			if remaining <= 0 {
+				break
+			}
+			offset := st.Offsets[f.path]
+			data, reset, wasReset, err := t.read(b.dir, f, offset)
+			if err != nil {
+				t.warnOnce(f.path, "cannot read a growing build file", err)
+				continue
+			}
+			if wasReset {
+				st.Offsets[f.path] = reset
+				continue
+			}
+			if len(data) == 0 {
+				continue
+			}
+			req := base
+			req.Kind, req.Data, req.Final, req.MaxRecords = f.kind, data, final, uint32(remaining)
+			res, ok := emit(req)
+			if !ok {
+				continue
+			}
+			if res.Skipped > 0 {
+				t.warnOnce(f.path+"\x00skipped", "lines of a growing build file are not records; skipped (logged once per file)",
+					fmt.Errorf("%d line(s) skipped in this read", res.Skipped))
+			}
+			consumed := int64(res.Consumed)
+			if consumed == 0 && len(data) == maxLiveRead {
+				consumed = int64(len(data)) // one line longer than a read: never a record
+			}
+			st.Offsets[f.path] = offset + consumed
+			remaining -= int(res.Records)
+			compiles.DirectHits += res.Outcomes.DirectHits
+			compiles.PreprocessedHits += res.Outcomes.PreprocessedHits
+			compiles.Misses += res.Outcomes.Misses
+			compiles.Uncacheable += res.Outcomes.Uncacheable
+		}
+	}
+	if remaining <= 0 {
+		return false // more to read first; the end waits
+	}
 	switch {
 	case settled && !b.running:
 		link := rec.State == checkpoint.Delivered && rec.Signals&uint32(ffi.SignalTraces) != 0
 		return end(false, link)
-	case !b.running && !exists(b.dir):
+	case !b.running && dirErr != nil:
 		return end(true, false)
 	case timingExists:
 		return false // finished, its delivery pending: the end follows it
 	}
 	age := now.Sub(time.Unix(0, st.FirstSeenNs))
-	if age > t.o.AbandonAfter || (t.o.AbandonWhenPIDGone && pidGone(b.pid) && !exists(filepath.Join(b.dir, discovery.TimingFile))) {
+	if age > t.o.AbandonAfter || (t.o.AbandonWhenPIDGone && pidGone(b.pid)) {
 		return end(true, false)
 	}
 	return false

@@ -7,9 +7,16 @@
 //! make) continues on the next, whose indentation is dropped (make puts one
 //! space in its place). `\r` before a newline is dropped.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use super::dep_graph::GraphError;
+
+/// Longest logical line (continuations joined) read, in bytes (issue 22):
+/// a line is held whole, so without a bound one line of continuations —
+/// or a file without a newline — would be held whole. ct-cake's longest
+/// lines (a link step's inputs) are far shorter; a longer one gives up the
+/// graph.
+pub(crate) const MAX_LINE_BYTES: usize = 8 << 20;
 
 /// Reads logical lines from `reader`.
 pub struct LogicalLines<R> {
@@ -55,6 +62,9 @@ impl<R: BufRead> LogicalLines<R> {
             if self.join_with_space {
                 self.logical.push(b' ');
             }
+            if self.logical.len().saturating_add(line.len()) > MAX_LINE_BYTES {
+                return Err(too_long(start));
+            }
             if self.continues(line) {
                 self.logical.extend_from_slice(&line[..line.len() - 1]);
             } else {
@@ -68,12 +78,16 @@ impl<R: BufRead> LogicalLines<R> {
     /// The next physical line into `physical`; false at the end.
     fn read_physical(&mut self) -> Result<bool, GraphError> {
         self.physical.clear();
-        let read = self
-            .reader
+        // One byte past the bound tells a line that is too long.
+        let read = (&mut self.reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut self.physical)
             .map_err(|e| GraphError::new(format!("read error: {e}")))?;
         if read > 0 {
             self.number += 1;
+        }
+        if self.physical.len() > MAX_LINE_BYTES {
+            return Err(too_long(self.number));
         }
         Ok(read > 0)
     }
@@ -82,6 +96,10 @@ impl<R: BufRead> LogicalLines<R> {
     fn continues(&self, line: &[u8]) -> bool {
         line.iter().rev().take_while(|&&b| b == self.escape).count() % 2 == 1
     }
+}
+
+fn too_long(line: usize) -> GraphError {
+    GraphError::new(format!("line {line}: a line longer than {MAX_LINE_BYTES} bytes"))
 }
 
 fn trim_newline(line: &[u8]) -> &[u8] {
@@ -121,5 +139,26 @@ mod tests {
             ]
         );
         assert!(all(b"", b'$', false).is_empty());
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_an_error_not_an_allocation() {
+        let mut continued = b"build x: r ".to_vec();
+        // Each physical line adds 3 bytes ("in ") to the logical one.
+        while continued.len() <= 3 * MAX_LINE_BYTES {
+            continued.extend_from_slice(b"in $\n ");
+        }
+        continued.extend_from_slice(b"end\n");
+        let mut lines = LogicalLines::new(&continued[..], b'$', false);
+        match lines.next_line() {
+            Err(err) => assert!(err.0.contains("longer than"), "{err}"),
+            Ok(line) => panic!("a line of {:?} bytes was joined", line.map(|(_, l)| l.len())),
+        }
+        assert!(lines.logical.capacity() <= 2 * MAX_LINE_BYTES);
+
+        let nuls = vec![0u8; MAX_LINE_BYTES + 10];
+        let mut lines = LogicalLines::new(&nuls[..], b'$', false);
+        assert!(lines.next_line().is_err(), "one physical line past the bound");
+        assert!(lines.physical.len() <= MAX_LINE_BYTES + 1);
     }
 }

@@ -10,8 +10,12 @@
 //! | shake, cmake, bazel, others | — (no graph on disk) | `estimate` |
 //!
 //! The file is read like every other input: bounded by the file size limit,
-//! never through a symbolic link in its own name, never waiting on a FIFO;
-//! and as a stream, never whole (see `build_file_lines`).
+//! never through a symbolic link (its directory is opened without following
+//! one, the file relative to it), never waiting on a FIFO; and as a stream,
+//! never whole (see `build_file_lines`), its logical lines bounded. The
+//! graph's memory is bounded too (`dep_graph::memory_limit`, which the
+//! receiver counts in its parse budget): past either bound the critical
+//! path is the estimate, with one warning.
 //! It describes the latest ct-cake run in its directory, not necessarily
 //! this build, so it is used only when it was not rewritten after this
 //! build's `timing.json` and when it lists every rule the build ran (both
@@ -23,9 +27,9 @@ use std::io::{BufReader, Read, Take};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::dep_graph::DepGraph;
+use super::dep_graph::{memory_limit, DepGraph};
 use super::{makefile, ninja_file};
-use crate::input::open_without_blocking;
+use crate::input::open_in_own_directory;
 use crate::timing::Build;
 use crate::warnings::Warnings;
 
@@ -60,7 +64,7 @@ impl PathMethod {
 }
 
 /// A build file reader.
-type Parser = fn(&mut Reader) -> Result<DepGraph, super::dep_graph::GraphError>;
+type Parser = fn(&mut Reader, usize) -> Result<DepGraph, super::dep_graph::GraphError>;
 
 /// The file as the readers see it: a stream, capped one byte past the limit
 /// so that a file growing while it is read is noticed.
@@ -88,8 +92,8 @@ pub fn load(
     warnings: &mut Warnings,
 ) -> Option<BuildGraph> {
     let (method, parse): (PathMethod, Parser) = match build.backend.as_str() {
-        "ninja" => (PathMethod::NinjaGraph, |r| ninja_file::parse(r)),
-        "make" => (PathMethod::MakeGraph, |r| makefile::parse(r)),
+        "ninja" => (PathMethod::NinjaGraph, |r, m| ninja_file::parse(r, m)),
+        "make" => (PathMethod::MakeGraph, |r, m| makefile::parse(r, m)),
         // No graph on disk for the other backends: the setting does not apply.
         _ => return None,
     };
@@ -104,7 +108,7 @@ pub fn load(
         Ok(path) => path,
         Err(why) => return refuse(warnings, template, why),
     };
-    let file = match open_without_blocking(&path) {
+    let file = match open_in_own_directory(&path) {
         Ok(file) => file,
         Err(e) => return refuse(warnings, &path, &e.to_string()),
     };
@@ -129,7 +133,7 @@ pub fn load(
         }
     }
     let mut reader = BufReader::with_capacity(READ_BUFFER, file.take(max_file_bytes.saturating_add(1)));
-    let parsed = parse(&mut reader);
+    let parsed = parse(&mut reader, memory_limit(meta.len()));
     if reader.get_ref().limit() == 0 {
         return refuse(warnings, &path, "grew past the size limit while it was read");
     }

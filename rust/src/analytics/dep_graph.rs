@@ -17,6 +17,33 @@ pub(crate) const MAX_NODES: usize = 4_000_000;
 /// Most dependency references of one graph.
 pub(crate) const MAX_DEP_REFS: usize = 32_000_000;
 
+/// A graph may take this many bytes of memory per byte of its file, plus
+/// [`GRAPH_MEMORY_SLACK`] (issue 22): the receiver counts as much in
+/// `limits.max_parse_bytes_in_flight` for a build with a graph
+/// (go-receiver/budget.go, `graphMemoryPerFileByte`), and a graph that
+/// would take more is given up, the critical path estimated. Short paths
+/// cost most per byte of text (a hash map entry each); a generated
+/// `build.ninja`, mostly command text, takes far less than its size.
+pub(crate) const GRAPH_MEMORY_PER_FILE_BYTE: usize = 4;
+/// See [`GRAPH_MEMORY_PER_FILE_BYTE`].
+pub(crate) const GRAPH_MEMORY_SLACK: usize = 16 << 20;
+
+/// What a graph read from a file of `file_len` bytes may take.
+pub(crate) fn memory_limit(file_len: u64) -> usize {
+    usize::try_from(file_len)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(GRAPH_MEMORY_PER_FILE_BYTE)
+        .saturating_add(GRAPH_MEMORY_SLACK)
+}
+
+/// Estimated bytes of one path node while the graph is built: the map
+/// entry (key box, node number, control byte, at worst half the table
+/// empty), the path's heap block, its flag and row start.
+const PATH_NODE_BYTES: usize = 96;
+/// Estimated bytes of one dependency reference: the edge pair, twice for
+/// the vector's growth, and its place in the finished rows.
+const DEP_REF_BYTES: usize = 20;
+
 /// Why a build file gave no graph; the critical path then stays an estimate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphError(pub String);
@@ -73,13 +100,22 @@ impl DepGraph {
 }
 
 /// Collects nodes and edges while a parser reads a build file.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GraphBuilder {
     paths: HashMap<Box<[u8]>, u32>,
     produced: Vec<bool>,
     nodes: u32,
     /// `(dependent, dependency)`.
     edges: Vec<(u32, u32)>,
+    /// Estimated bytes taken so far, and the most allowed.
+    memory: usize,
+    max_memory: usize,
+}
+
+impl Default for GraphBuilder {
+    fn default() -> Self {
+        Self::with_memory_limit(usize::MAX)
+    }
 }
 
 impl GraphBuilder {
@@ -87,11 +123,40 @@ impl GraphBuilder {
         Self::default()
     }
 
+    /// A builder that gives up once the graph would take more than
+    /// `max_memory` bytes (see [`memory_limit`]).
+    pub fn with_memory_limit(max_memory: usize) -> Self {
+        Self {
+            paths: HashMap::new(),
+            produced: Vec::new(),
+            nodes: 0,
+            edges: Vec::new(),
+            memory: 0,
+            max_memory,
+        }
+    }
+
+    /// Counts `bytes` more of memory the reader keeps for the graph (a
+    /// parser's own tables count too); an error past the limit.
+    pub fn charge(&mut self, bytes: usize) -> Result<(), GraphError> {
+        self.memory = self.memory.saturating_add(bytes);
+        if self.memory > self.max_memory {
+            return Err(GraphError::new(format!(
+                "the graph would take more than {} bytes of memory ({} per byte of the file, plus {} MiB)",
+                self.max_memory,
+                GRAPH_MEMORY_PER_FILE_BYTE,
+                GRAPH_MEMORY_SLACK >> 20
+            )));
+        }
+        Ok(())
+    }
+
     /// The node of `path`, created on first sight.
     pub fn path(&mut self, path: &[u8]) -> Result<u32, GraphError> {
         if let Some(&n) = self.paths.get(path) {
             return Ok(n);
         }
+        self.charge(PATH_NODE_BYTES.saturating_add(path.len()))?;
         let n = self.new_node()?;
         self.paths.insert(path.into(), n);
         Ok(n)
@@ -130,6 +195,7 @@ impl GraphBuilder {
                 "more than {MAX_DEP_REFS} dependency references"
             )));
         }
+        self.charge(inputs.len().saturating_mul(DEP_REF_BYTES))?;
         self.edges.extend(inputs.iter().map(|&i| (node, i)));
         Ok(())
     }
@@ -169,6 +235,21 @@ impl GraphBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_graph_over_its_memory_limit_is_given_up() {
+        let mut b = GraphBuilder::with_memory_limit(10 * PATH_NODE_BYTES);
+        let mut last = Ok(0);
+        for i in 0..100u32 {
+            last = b.path(format!("p{i}").as_bytes());
+            if last.is_err() {
+                break;
+            }
+        }
+        let err = last.expect_err("100 paths fit in the memory of 10");
+        assert!(err.0.contains("bytes of memory"), "{err}");
+        assert_eq!(memory_limit(1 << 20), (4 << 20) + GRAPH_MEMORY_SLACK);
+    }
 
     #[test]
     fn statements_share_a_node_between_many_outputs_and_inputs() {

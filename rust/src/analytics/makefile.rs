@@ -14,9 +14,10 @@ use std::io::BufRead;
 use super::build_file_lines::LogicalLines;
 use super::dep_graph::{DepGraph, GraphBuilder, GraphError};
 
-/// Reads `text` (the whole Makefile).
-pub fn parse(reader: impl BufRead) -> Result<DepGraph, GraphError> {
-    let mut builder = GraphBuilder::new();
+/// Reads `text` (the whole Makefile), giving up once the graph would take
+/// more than `max_memory` bytes.
+pub fn parse(reader: impl BufRead, max_memory: usize) -> Result<DepGraph, GraphError> {
+    let mut builder = GraphBuilder::with_memory_limit(max_memory);
     let mut in_define = false;
     let mut lines = LogicalLines::new(reader, b'\\', true);
     while let Some((line_no, line)) = lines.next_line()? {
@@ -172,7 +173,7 @@ mod tests {
             define BLOCK\n\
             x: y\n\
             endef\n";
-        let g = parse(&text[..]).unwrap();
+        let g = parse(&text[..], usize::MAX).unwrap();
         let n = |p: &str| g.node_of(p.as_bytes()).unwrap_or_else(|| panic!("{p} missing"));
         assert_eq!(g.deps_of(n("/o/a.o")), [n("/o")]);
         assert_eq!(g.deps_of(n("/e/app.exe")), [n("/e"), n("/o/a.o"), n("/o/b.o")]);
@@ -192,7 +193,11 @@ mod tests {
             b"a.o b.o: %.o: %.c\n",
             b"just words\n",
         ] {
-            assert!(parse(text).is_err(), "{}", String::from_utf8_lossy(text));
+            assert!(
+                parse(text, usize::MAX).is_err(),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
         }
     }
 }

@@ -27,9 +27,14 @@ const MAX_VALUE_BYTES: usize = 1 << 20;
 /// Most bytes all variable expansions of one file may produce.
 const MAX_EXPANDED_BYTES: usize = 64 << 20;
 
-/// Reads `text` (the whole `build.ninja`).
-pub fn parse(reader: impl BufRead) -> Result<DepGraph, GraphError> {
-    let mut p = Parser::default();
+/// Reads `text` (the whole `build.ninja`), giving up once the graph (and
+/// the file's variables) would take more than `max_memory` bytes.
+pub fn parse(reader: impl BufRead, max_memory: usize) -> Result<DepGraph, GraphError> {
+    let mut p = Parser {
+        globals: HashMap::new(),
+        builder: GraphBuilder::with_memory_limit(max_memory),
+        expanded: 0,
+    };
     let mut pending: Option<Pending> = None;
     let mut in_block = false;
     let mut lines = LogicalLines::new(reader, b'$', false);
@@ -80,6 +85,9 @@ pub fn parse(reader: impl BufRead) -> Result<DepGraph, GraphError> {
             _ => {
                 let (name, value) = binding(body).map_err(at)?;
                 let value = p.eval(value, &[]).map_err(at)?;
+                p.builder
+                    .charge(name.len().saturating_add(value.len()).saturating_add(64))
+                    .map_err(at)?;
                 p.globals.insert(name.to_vec(), value);
             }
         }
@@ -98,7 +106,6 @@ struct Pending {
     bindings: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
-#[derive(Default)]
 struct Parser {
     globals: HashMap<Vec<u8>, Vec<u8>>,
     builder: GraphBuilder,
@@ -335,7 +342,7 @@ mod tests {
             build $builddir/c.o: cc x$ y\n\
             build all: phony app\n\
             default all\n";
-        let g = parse(&text[..]).unwrap();
+        let g = parse(&text[..], usize::MAX).unwrap();
         assert_eq!(
             deps(&g, "a.o"),
             [b"a.c".to_vec(), b"gen.h".to_vec(), b"dir".to_vec()]
@@ -350,7 +357,11 @@ mod tests {
 
     #[test]
     fn statement_bindings_shadow_the_file_and_unknowns_are_empty() {
-        let g = parse(&b"d = top\nbuild $d/x: r $nothing${d}y\n  d = mine\n"[..]).unwrap();
+        let g = parse(
+            &b"d = top\nbuild $d/x: r $nothing${d}y\n  d = mine\n"[..],
+            usize::MAX,
+        )
+        .unwrap();
         let x = g.node_of(b"mine/x").expect("edge binding used for the output");
         assert_eq!(g.deps_of(x), [g.node_of(b"miney").unwrap()]);
         assert!(g.node_of(b"top/x").is_none());
@@ -369,7 +380,7 @@ mod tests {
             (b"build a: r ${x\n", "without `}`"),
             (b"nonsense\n", "name = value"),
         ] {
-            let e = parse(text).unwrap_err().to_string();
+            let e = parse(text, usize::MAX).unwrap_err().to_string();
             assert!(e.contains(why), "{:?}: {e}", String::from_utf8_lossy(text));
         }
     }
@@ -380,7 +391,7 @@ mod tests {
         for _ in 0..40 {
             text.extend_from_slice(b"a = $a$a\n");
         }
-        let e = parse(&text[..]).unwrap_err().to_string();
+        let e = parse(&text[..], usize::MAX).unwrap_err().to_string();
         assert!(e.contains("exceed"), "{e}");
     }
 }
