@@ -74,6 +74,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CtLiveCompiles: CtLiveCompilesMetricConfig{
 						Enabled: true,
 					},
+					CtRebuilds: CtRebuildsMetricConfig{
+						Enabled: true,
+					},
 					CtRuleDuration: CtRuleDurationMetricConfig{
 						Enabled: true,
 					},
@@ -151,6 +154,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CtLiveCompiles: CtLiveCompilesMetricConfig{
 						Enabled: false,
 					},
+					CtRebuilds: CtRebuildsMetricConfig{
+						Enabled: false,
+					},
 					CtRuleDuration: CtRuleDurationMetricConfig{
 						Enabled: false,
 					},
@@ -180,7 +186,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRebuildsMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -136,6 +136,7 @@ impl BuildRecords {
         scopes.into_iter()
     }
 
+    #[cfg(test)]
     pub fn builds(&self) -> usize {
         self.by_scope.values().map(Vec::len).sum()
     }

@@ -370,7 +370,7 @@ fn the_previous_build_is_compared_and_kept_per_pipeline() {
     let origin = |b: &Build, n: u8, pipeline: &'static str| {
         let clock = Clock::for_build(b).unwrap();
         (
-            clock.clone(),
+            clock,
             BuildOrigin {
                 host: "host",
                 pipeline,

@@ -15,6 +15,7 @@ pub mod histogram;
 pub mod history;
 pub mod logs;
 pub mod metrics;
+pub mod rebuild;
 pub mod resource;
 pub mod root;
 pub mod scope;

@@ -92,8 +92,10 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
     if input.root_span_server {
         s.kind = SpanKind::Server as i32;
     }
+    s.links = crate::otlp::rebuild::root_links(input.analytics);
     w.emit();
     w.scratch.kind = SpanKind::Internal as i32;
+    w.scratch.links.clear();
     for child in input.build.children() {
         w.visit(child, root_id);
     }
@@ -169,6 +171,8 @@ impl SpanWriter<'_> {
             match value {
                 RuleValue::Double(v) => a.double(key, v),
                 RuleValue::Bool(v) => a.bool(key, v),
+                RuleValue::Str(v) => a.string(key, v),
+                RuleValue::Strs(v) => a.strings(key, v.iter().copied()),
             }
         }
         semconv::push_rule_attributes(&mut a, event);
