@@ -84,9 +84,6 @@ pub fn rule_attributes(
     ]
     .into_iter()
     .flatten()
-    .chain(super::rebuild::rule_rebuild_attributes(
-        history.and_then(|h| h.rebuild),
-    ))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::Link;
+use opentelemetry_proto::tonic::trace::v1::SpanFlags;
 use prost::Message;
 
 use super::analytics::RuleValue;
@@ -115,7 +116,8 @@ pub fn root_links(analytics: Option<&BuildAnalytics>) -> Vec<Link> {
         trace_id: c.previous_trace_id.to_vec(),
         span_id: ids::span_id(&c.previous_trace_id, &[]).to_vec(),
         attributes: a.finish().0,
-        flags: crate::otlp::trace::SPAN_FLAGS,
+        // As the spans' own flags: the previous root is known not remote.
+        flags: SpanFlags::ContextHasIsRemoteMask as u32,
         ..Default::default()
     }]
 }
