@@ -3,12 +3,10 @@
 //! compiles, why each compile ran (its rebuild reason), and what the build
 //! would add to the history.
 
-use std::borrow::Cow;
-
 use super::builds::{build_scope_of, BuildRecord, Comparison};
 use super::lru::TargetLru;
 use super::record::BuildKey;
-use crate::rebuild::{classify, stable_hash, stable_identity, CasKey, Changed, RebuildReason, REASONS};
+use crate::rebuild::{classify, stable_hash, stable_identity_in, CasKey, Changed, RebuildReason, REASONS};
 use crate::timing::naming::span_name;
 use crate::timing::{Build, Clock, Event, Interval, MetaValue, CACHE_LAYER_KEY};
 
@@ -273,9 +271,10 @@ fn is_compile(rule: &Event) -> bool {
     matches!(rule.rule_type(), Some("compile" | "header_unit"))
 }
 
-/// A rule's history identity ([`stable_identity`]).
-pub(super) fn identity_of<'b>(rule: &Event<'b>) -> Cow<'b, str> {
-    stable_identity(rule.rule_type(), rule.target(), rule.source())
+/// A rule's history identity ([`stable_identity_in`]), rewritten ones in
+/// `scratch`.
+fn identity_of<'b>(rule: &Event<'b>, scratch: &'b mut String) -> &'b str {
+    stable_identity_in(rule.rule_type(), rule.target(), rule.source(), scratch)
 }
 
 /// Looks every counted rule of `build` up in `targets` (read only) and
@@ -303,23 +302,26 @@ pub(super) fn evaluate(
         },
         ..Staged::default()
     };
-    let mut rule_hashes: Vec<u64> = Vec::new();
+    // Sized once: a 100k-rule build pushes one entry a rule.
+    let mut rule_hashes: Vec<u64> = Vec::with_capacity(build.event_count());
+    staged.touched.reserve(build.event_count());
     // A scope never seen has no targets yet: every lookup misses.
     let scope = targets.scope_id(&staged.scope);
     let mut summary = HistorySummary::default();
     let mut saved_by_layer: Vec<(CacheLayer, f64)> = Vec::new();
     let mut regressions: Vec<(f64, usize, crate::timing::EventId)> = Vec::new();
+    let mut scratch = String::new();
     build.for_each_phase_rule(&mut |rule| {
         if !clock.is_anchored(&rule) {
             return;
         }
-        let path = identity_of(&rule);
+        let path = identity_of(&rule, &mut scratch);
         if path.is_empty() {
             return;
         }
         rule_hashes.push(stable_hash(path.as_bytes()));
         let duration_ns = Interval::of(&rule).duration_ns();
-        let record = scope.and_then(|s| targets.get(s, &path));
+        let record = scope.and_then(|s| targets.get(s, path));
         let slot = by_slot.get_mut(rule.id().slot());
         let compile = is_compile(&rule);
         summary.has_compiles |= compile;
@@ -348,7 +350,7 @@ pub(super) fn evaluate(
         }
         match outcome {
             Outcome::Hit(layer) => {
-                staged.push(&path, None, cas_key);
+                staged.push(path, None, cas_key);
                 let Some(compiled) = record.and_then(|r| r.last_before(key)) else {
                     return;
                 };
@@ -366,7 +368,7 @@ pub(super) fn evaluate(
                 }
             }
             Outcome::Executed => {
-                staged.push(&path, Some(duration_ns), cas_key);
+                staged.push(path, Some(duration_ns), cas_key);
                 let Some(median) = record.and_then(|r| r.median_before(key, window)) else {
                     return;
                 };

@@ -1,6 +1,6 @@
 //! The cache key an object's name carries (formats.md §6.3), as numbers.
 
-use crate::cas::names::split_object_name;
+use crate::cas::names::{HEX_VALUE, NOT_HEX, OBJ_TAIL_LEN};
 
 /// `file_hash`, `dep_hash` and `macro_state_hash` of one CAS object name:
 /// 48, 56 and 64 bits of hex, held as numbers (24 bytes, not 42 of text;
@@ -16,12 +16,24 @@ impl CasKey {
     /// The key of `target` when its last path component is a CAS object
     /// name; `None` for anything else (another backend's object, a link).
     pub fn of_target(target: &str) -> Option<CasKey> {
-        let name = target.rsplit('/').next().unwrap_or(target);
-        let parts = split_object_name(name.as_bytes())?;
+        let bytes = target.as_bytes();
+        // Cheap refusal first: most targets that are not objects fail here.
+        if !bytes.ends_with(b".o") {
+            return None;
+        }
+        let name = memchr::memrchr(b'/', bytes).map_or(bytes, |i| &bytes[i + 1..]);
+        // The shape of `split_object_name`, with the digits checked once,
+        // while they are read (`hex_u64`), not twice.
+        let tail = name.len().checked_sub(OBJ_TAIL_LEN).filter(|&b| b > 0)?;
+        let (basename, t) = name.split_at(tail);
+        let separators = [t[0], t[13], t[28]] == [b'_'; 3] && &t[45..] == b".o";
+        if !separators || memchr::memchr(b'\n', basename).is_some() {
+            return None;
+        }
         Some(CasKey {
-            file_hash: hex_u64(parts.file_hash)?,
-            dep_hash: hex_u64(parts.dep_hash)?,
-            macro_state_hash: hex_u64(parts.macro_state_hash)?,
+            file_hash: hex_u64(&t[1..13])?,
+            dep_hash: hex_u64(&t[14..28])?,
+            macro_state_hash: hex_u64(&t[29..45])?,
         })
     }
 
@@ -41,14 +53,14 @@ fn hex_u64(digits: &[u8]) -> Option<u64> {
     if digits.len() > 16 {
         return None;
     }
-    digits.iter().try_fold(0u64, |acc, &d| {
-        let v = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            _ => return None,
-        };
-        Some(acc << 4 | u64::from(v))
-    })
+    // Branch-free (see `HEX_VALUE`): the validity is checked once at the end.
+    let (mut acc, mut bad) = (0u64, 0u8);
+    for &d in digits {
+        let v = HEX_VALUE[usize::from(d)];
+        bad |= v;
+        acc = acc << 4 | u64::from(v & 0x0f);
+    }
+    (bad & NOT_HEX == 0).then_some(acc)
 }
 
 #[cfg(test)]
@@ -76,6 +88,31 @@ mod tests {
         // A bare name and the no-header dep hash.
         let bare = CasKey::of_target("a_000000000001_00000000000000_0000000000000000.o").unwrap();
         assert_eq!((bare.file_hash, bare.dep_hash, bare.macro_state_hash), (1, 0, 0));
+    }
+
+    /// The same names as the CAS scanner's parser, which implements the
+    /// regex of formats.md §6.3.
+    #[test]
+    fn agrees_with_the_scanner_s_name_parser() {
+        use crate::cas::names::split_object_name;
+        let names: [&[u8]; 8] = [
+            b"helper_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o",
+            b"_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o",
+            b"h_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf7g.o",
+            b"h_0d99ae76451a-0af5b42cc55ffb_d85fc71f180bdf74.o",
+            b"h_0d99ae76451a_0af5b42cc55ffb-d85fc71f180bdf74.o",
+            b"h\n_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o",
+            b"h_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.oo",
+            b"a_b_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o",
+        ];
+        for name in names {
+            let text = std::str::from_utf8(name).unwrap();
+            assert_eq!(
+                CasKey::of_target(text).is_some(),
+                split_object_name(name).is_some(),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

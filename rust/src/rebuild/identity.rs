@@ -14,38 +14,76 @@
 
 use std::borrow::Cow;
 
-use crate::cas::names::{is_hex_name, split_exe_name};
+use crate::cas::names::{is_hex_name, is_lower_hex, split_exe_name};
 
 /// The identity of a rule of type `rule_type` with `target` and `source`.
 pub fn stable_identity<'r>(rule_type: Option<&str>, target: &'r str, source: &'r str) -> Cow<'r, str> {
-    let compile = matches!(rule_type, Some("compile" | "header_unit"));
-    if compile && !source.is_empty() {
+    if is_compile(rule_type) && !source.is_empty() {
         return Cow::Borrowed(source);
     }
-    match without_cas_key(target) {
-        Some(identity) => Cow::Owned(identity),
-        None => Cow::Borrowed(target),
+    let mut out = String::new();
+    if without_cas_key(target, &mut out) {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(target)
     }
 }
 
-/// `<cell>/<basename><suffix>[<rest>]` for a target in an exe store's shard,
-/// `None` when it is not one.
-fn without_cas_key(target: &str) -> Option<String> {
-    let (dir, name) = target.rsplit_once('/')?;
+fn is_compile(rule_type: Option<&str>) -> bool {
+    matches!(rule_type, Some("compile" | "header_unit"))
+}
+
+/// [`stable_identity`] without an allocation per rule: a rewritten identity
+/// is written into `scratch` (cleared first) and borrowed from it.
+pub fn stable_identity_in<'r>(
+    rule_type: Option<&str>,
+    target: &'r str,
+    source: &'r str,
+    scratch: &'r mut String,
+) -> &'r str {
+    if is_compile(rule_type) && !source.is_empty() {
+        return source;
+    }
+    scratch.clear();
+    if without_cas_key(target, scratch) {
+        scratch
+    } else {
+        target
+    }
+}
+
+/// Writes `<cell>/<basename><suffix>[<rest>]` into `out` for a target in
+/// an exe store's shard; false (and `out` unspecified) when it is not one.
+fn without_cas_key(target: &str, out: &mut String) -> bool {
+    let Some((dir, name)) = target.rsplit_once('/') else {
+        return false;
+    };
     let (cell, shard) = dir.rsplit_once('/').unwrap_or(("", dir));
     if !is_hex_name(shard.as_bytes(), 2) || shard.ends_with('\n') {
-        return None;
+        return false;
     }
     let (artefact, rest) = split_result_marker(name);
-    let (basename, suffix) = split_exe_name(artefact.as_bytes())?;
-    let key = &artefact[basename.len() + 1..artefact.len() - suffix.as_bytes().len()];
-    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
+    let Some((basename, suffix)) = split_exe_name(artefact.as_bytes()) else {
+        return false;
+    };
+    // split_exe_name cut at an ASCII `_` and before an ASCII suffix, so
+    // these are char boundaries.
+    let (Some(basename), Some(key)) = (
+        artefact.get(..basename.len()),
+        artefact.get(basename.len() + 1..artefact.len() - suffix.as_bytes().len()),
+    ) else {
+        return false;
+    };
+    if key.is_empty() || !is_lower_hex(key.as_bytes()) {
+        return false;
     }
-    // split_exe_name cut at an ASCII `_`, so these are char boundaries.
-    let basename = std::str::from_utf8(basename).ok()?;
-    let suffix = std::str::from_utf8(suffix.as_bytes()).ok()?;
-    Some(format!("{cell}/{basename}{suffix}{rest}"))
+    out.reserve(cell.len() + 1 + basename.len() + 4 + rest.len());
+    out.push_str(cell);
+    out.push('/');
+    out.push_str(basename);
+    out.push_str(std::str::from_utf8(suffix.as_bytes()).unwrap_or(""));
+    out.push_str(rest);
+    true
 }
 
 /// A test's success marker `<exe>.<16 hex>.result` or `<exe>.result`
@@ -114,6 +152,20 @@ mod tests {
             stable_identity(Some("symlink"), "bin/v/apps/geomtool", &exe),
             "bin/v/apps/geomtool"
         );
+    }
+
+    #[test]
+    fn the_scratch_form_gives_the_same_identities() {
+        let mut scratch = String::from("left over");
+        for (rule_type, target, source) in [
+            (Some("compile"), "/o/a.o", "/s/a.cpp"),
+            (Some("link"), "/x/ab/main_00ff.exe", ""),
+            (Some("symlink"), "bin/v/main", "/x/ab/main_00ff.exe"),
+            (None, "", ""),
+        ] {
+            let want = stable_identity(rule_type, target, source).into_owned();
+            assert_eq!(stable_identity_in(rule_type, target, source, &mut scratch), want);
+        }
     }
 
     #[test]

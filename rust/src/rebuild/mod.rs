@@ -22,7 +22,7 @@ mod reason;
 mod stable_hash;
 
 pub use cas_key::CasKey;
-pub use identity::stable_identity;
+pub use identity::{stable_identity, stable_identity_in};
 pub(crate) use reason::REASONS;
 pub use reason::{classify, Changed, RebuildReason};
 pub use stable_hash::stable_hash;
