@@ -399,7 +399,7 @@ func side(dir string, root ptrace.Span, rules []ptrace.Span) buildSide {
 
 // casKey is the content key in a CAS artefact's name (`_<hex>` before the
 // suffix, formats.md §6.3, §6.6), left out of a rule's label.
-var casKey = regexp.MustCompile(`_[0-9a-f]{12}_[0-9a-f]{14}_[0-9a-f]{16}|_[0-9a-f]{32,}`)
+var casKey = regexp.MustCompile(`_[0-9a-f]{12}_[0-9a-f]{14}_[0-9a-f]{16}|_[0-9a-f]{32,}|\.[0-9a-f]{16}(\.result)$`)
 
 // ruleLabel names a rule for a reader as the history identifies it: a
 // compile by its source, a symlink by its (user-facing) target, any other
@@ -415,7 +415,7 @@ func ruleLabel(s ptrace.Span) string {
 	case ruleType.Str() == "symlink" && hasTarget:
 		return target.Str()
 	case hasTarget:
-		return ruleType.Str() + " " + casKey.ReplaceAllString(filepath.Base(target.Str()), "")
+		return ruleType.Str() + " " + casKey.ReplaceAllString(filepath.Base(target.Str()), "$1")
 	}
 	return s.Name()
 }
@@ -489,8 +489,8 @@ func writeDiffText(w io.Writer, r *diffReport) error {
 	}
 	writeGroups(&b, "why each TU was compiled", r.Rebuilds)
 	writeGroups(&b, "CAS misses ccache served (not recompiled)", r.CcacheServed)
-	writeDeltas(&b, "slower than the previous compile", r.Slower)
-	writeDeltas(&b, "faster than the previous compile", r.Faster)
+	writeDeltas(&b, "slower than their previous run", r.Slower)
+	writeDeltas(&b, "faster than their previous run", r.Faster)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
