@@ -9,8 +9,9 @@ type HistoryConfig struct {
 	// Enabled turns the history on (off by default: the numbers it adds
 	// appear only from the second build of a target on).
 	Enabled bool `mapstructure:"enabled"`
-	// MaxTargets bounds the targets remembered, (host, variant, target)
-	// each; the least recently built is forgotten first.
+	// MaxTargets bounds the targets remembered, (host, variant, the
+	// rule's source or CAS-free target) each; the least recently built is
+	// forgotten first.
 	MaxTargets int `mapstructure:"max_targets"`
 	// MedianOf is K: a compile's duration delta is taken against the median
 	// of its target's last K compiles.

@@ -21,9 +21,9 @@
 //! 2. [`input`]: reading files safely and within bounds;
 //! 3. the models: [`timing`] (one build) and [`cas`] (one CAS store), then
 //!    what reads or refines a build: [`statslog`], [`outcomes`],
-//!    [`history`] (the receiver's compile history), [`analytics`], and
-//!    [`live`] (a running build) and [`timetrace`] (clang's per-compile
-//!    `-ftime-trace` files);
+//!    [`rebuild`] (why a compile ran, from the CAS names), [`history`] (the
+//!    receiver's compile history), [`analytics`], [`live`] (a running
+//!    build) and [`timetrace`] (clang's per-compile `-ftime-trace` files);
 //! 4. [`request`]: what the receiver asks for and gets back;
 //! 5. [`otlp`]: the models as OTLP protobuf;
 //! 6. [`pipeline`]: the steps of one call, from files to bytes;
@@ -52,6 +52,7 @@ pub mod otlp;
 pub mod outcomes;
 pub mod pipeline;
 pub mod pytext;
+pub mod rebuild;
 pub mod request;
 pub mod retain;
 pub mod statslog;

@@ -201,7 +201,28 @@ fn an_uncommitted_build_is_not_remembered_and_metrics_only_still_get_the_metric(
     let out = b2.run();
     assert!(out.traces.is_none());
     assert_eq!(time_saved_points(&out), [("cas".to_owned(), 1.75)]);
-    assert_eq!(out.summary.metric_points, 1);
+    // And ct.rebuilds: a.cpp ran (not a CAS name: not_cas), one point per reason.
+    assert_eq!(rebuild_points(&out), [0, 0, 0, 0, 0, 1]);
+    assert_eq!(out.summary.metric_points, 1 + 6);
+}
+
+/// The `ct.rebuilds` values in reason order.
+fn rebuild_points(out: &BuildOutput) -> Vec<i64> {
+    let req = ExportMetricsServiceRequest::decode(out.metrics.as_deref().unwrap()).unwrap();
+    req.resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+        .filter(|m| m.name == "ct.rebuilds")
+        .flat_map(|m| match &m.data {
+            Some(Data::Sum(s)) => s.data_points.clone(),
+            _ => Vec::new(),
+        })
+        .map(|p| match p.value {
+            Some(PointValue::AsInt(v)) => v,
+            _ => -1,
+        })
+        .collect()
 }
 
 #[test]
@@ -212,8 +233,48 @@ fn without_a_history_nothing_changes() {
     let mut plain = b.req.clone();
     plain.history = None;
     let without = process_build(&plain, &CancelToken::new()).unwrap();
-    // A first build has nothing to compare with: the same bytes as no history.
-    assert_eq!(with.traces, without.traces);
+    // A first build has nothing to compare with: the same spans as without
+    // a history but for the rebuild reasons (every compile is new or, here,
+    // not a CAS name) and their counts on the root.
+    let rebuild_key = |k: &str| k.starts_with("ct.rule.rebuild") || k.starts_with("ct.build.rebuild.");
+    let strip = |bytes: &[u8]| {
+        let mut req = ExportTraceServiceRequest::decode(bytes).unwrap();
+        let mut removed = Vec::new();
+        for s in req
+            .resource_spans
+            .iter_mut()
+            .flat_map(|r| &mut r.scope_spans)
+            .flat_map(|s| &mut s.spans)
+        {
+            s.attributes.retain(|kv| {
+                let keep = !rebuild_key(&kv.key);
+                if !keep {
+                    removed.push((s.name.clone(), kv.key.clone()));
+                }
+                keep
+            });
+        }
+        (req, removed)
+    };
+    let (with_stripped, removed) = strip(with.traces.as_deref().unwrap());
+    let (without_stripped, none) = strip(without.traces.as_deref().unwrap());
+    assert_eq!(with_stripped, without_stripped);
+    assert!(none.is_empty());
+    let on_rules: Vec<&str> = removed
+        .iter()
+        .filter(|(n, _)| n != "compiletools.build")
+        .map(|(_, k)| k.as_str())
+        .collect();
+    assert_eq!(
+        on_rules,
+        ["ct.rule.rebuild_reason"],
+        "a.cpp ran, b.cpp was a CAS hit"
+    );
+    assert_eq!(
+        removed.len(),
+        1 + 7,
+        "and six counts and ccache_served on the root"
+    );
     assert!(without.metrics.is_none());
 }
 
@@ -263,4 +324,108 @@ fn a_regressed_rule_is_the_rule_duration_exemplar_carrying_its_delta() {
         panic!("no delta on the exemplar: {e:?}")
     };
     assert!((d - 0.5).abs() < 1e-6, "{d}");
+}
+
+/// A CAS build ending at `hh`:00: util.cpp and main.cpp compiled with the
+/// given object keys, and a link.
+fn cas_doc(hh: u32, util_key: &str, main_key: Option<&str>) -> String {
+    let compile = |src: &str, key: &str| {
+        format!(
+            r#"{{"name": "{src}.cpp", "rule_type": "compile",
+                "target": "/p/cas-objdir/v/0d/{src}_{key}.o", "source": "/p/src/{src}.cpp",
+                "start_s": 101.0, "end_s": 103.0, "metadata": {{"cas.hit": false, "ct.rule.cache_layer": "other"}}}}"#
+        )
+    };
+    let mut rules = vec![compile("util", util_key)];
+    if let Some(k) = main_key {
+        rules.push(compile("main", k));
+    }
+    rules.push(
+        r#"{"name": "main_x.o", "rule_type": "link", "target": "/p/cas-exedir/v/51/main_517764c2.exe",
+            "start_s": 103.0, "end_s": 104.0}"#
+            .to_owned(),
+    );
+    format!(
+        r#"{{"timestamp": "2026-11-30T{hh:02}:00:00+00:00", "total_elapsed_s": 10.0, "variant": "gcc.debug",
+            "backend": "shake", "start_s": 100.0, "phases": [{{"name": "build_execution", "start_s": 100.0,
+            "end_s": 110.0, "rules": [{}]}}]}}"#,
+        rules.join(",")
+    )
+}
+
+fn string(s: &Span, key: &str) -> Option<String> {
+    match attr(s, key)? {
+        Value::StringValue(v) => Some(v.clone()),
+        other => panic!("{key} is {other:?}"),
+    }
+}
+
+#[test]
+fn rebuild_reasons_and_the_link_to_the_previous_build() {
+    let history = Arc::new(History::new(HistoryConfig::default()));
+    let b1 = build(
+        "20261130T010000-1",
+        &cas_doc(
+            1,
+            "0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74",
+            Some("71d46a082188_0af5b42cc55ffb_d85fc71f180bdf74"),
+        ),
+        None,
+        &history,
+    );
+    let out1 = b1.run();
+    let s1 = spans(&out1);
+    assert!(s1[0].links.is_empty(), "no previous build");
+    assert_eq!(
+        string(span(&s1, "compile.src/util.cpp"), "ct.rule.rebuild_reason").as_deref(),
+        Some("new")
+    );
+    b1.commit(&history);
+    // Build 2: util.cpp's headers changed; main.cpp not rebuilt (a CAS hit
+    // in shake: not recorded).
+    let b2 = build(
+        "20261130T020000-2",
+        &cas_doc(2, "0d99ae76451a_1111111111111f_d85fc71f180bdf74", None),
+        None,
+        &history,
+    );
+    let out2 = b2.run();
+    let s2 = spans(&out2);
+    let util = span(&s2, "compile.src/util.cpp");
+    assert_eq!(
+        string(util, "ct.rule.rebuild_reason").as_deref(),
+        Some("headers_changed")
+    );
+    let Some(Value::ArrayValue(changed)) = attr(util, "ct.rule.rebuild_changed") else {
+        panic!("no changed parts")
+    };
+    assert_eq!(changed.values.len(), 1);
+    assert_eq!(
+        attr(&s2[0], "ct.build.rebuild.headers_changed"),
+        Some(&Value::IntValue(1))
+    );
+    assert_eq!(attr(&s2[0], "ct.build.rebuild.new"), Some(&Value::IntValue(0)));
+    // Linked to build 1's root span; main.cpp is the rule removed.
+    let link = &s2[0].links;
+    assert_eq!(link.len(), 1);
+    assert_eq!(link[0].trace_id, s1[0].trace_id);
+    assert_eq!(link[0].span_id, s1[0].span_id);
+    assert_eq!(
+        attr(&s2[0], "ct.build.compare.rules_removed"),
+        Some(&Value::IntValue(1))
+    );
+    assert_eq!(
+        attr(&s2[0], "ct.build.compare.rules_added"),
+        Some(&Value::IntValue(0))
+    );
+    assert_eq!(
+        string(&s2[0], "ct.build.compare.previous_trace_id"),
+        Some(s1[0].trace_id.iter().map(|b| format!("{b:02x}")).collect())
+    );
+    // The link is in the streamed chunks too, byte for byte.
+    let stream = compiletools_core::pipeline::open_build(&b2.req, &CancelToken::new(), 0).unwrap();
+    let chunks = stream.traces.unwrap();
+    assert_eq!(chunks.chunk(0).unwrap(), out2.traces.clone().unwrap());
+    // Re-read: the same bytes.
+    assert_eq!(b2.run().traces, out2.traces);
 }

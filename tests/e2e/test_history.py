@@ -83,6 +83,10 @@ def test_time_saved_from_a_history_kept_across_a_restart(collector_binary, corpu
         if a.get("ct.rule_type") != "compile":
             continue
         assert a.get("ct.rule.cache_layer") == "ccache", a
+        # The same object key as in case 01 (the CAS was removed, ccache
+        # kept): a CAS miss ccache served, the object evicted.
+        assert a.get("ct.rule.cas_miss_reason") == "evicted", a
+        assert "ct.rule.rebuild_reason" not in a, a
         want = before[a["ct.target"]] - after[a["ct.target"]]
         assert math.isclose(a["ct.rule.time_saved_s"], want, abs_tol=1e-6), (a["ct.target"], a, want)
         total += a["ct.rule.time_saved_s"]
@@ -90,6 +94,13 @@ def test_time_saved_from_a_history_kept_across_a_restart(collector_binary, corpu
     assert hits == len(after) > 0
     root = _attrs(hit_root[0])
     assert math.isclose(root["ct.build.time_saved_s"], total, abs_tol=1e-6)
+    assert root["ct.build.rebuild.ccache_served"] == hits
+    assert root["ct.build.rebuild.evicted"] == 0
+    # Linked to case 01's root: the previous build of the same host, variant
+    # and pipeline, found in the history the first process saved.
+    cold_root = [s for r, s in sink.spans() if not s.parent_span_id and r.get("ct.invocation_id") != hit_id]
+    assert [(ln.trace_id, ln.span_id) for ln in hit_root[0].links] == \
+        [(cold_root[0].trace_id, cold_root[0].span_id)]
     points = [p for name, p in sink.data_points() if name == "ct.cache.time_saved"]
     assert len(points) == 1, points
     layer = {kv.key: kv.value.string_value for kv in points[0].attributes}
@@ -99,3 +110,9 @@ def test_time_saved_from_a_history_kept_across_a_restart(collector_binary, corpu
     assert set(layer) <= {"ct.variant", "cicd.pipeline.name"}, layer
     assert "ct.variant" in layer, layer
     assert math.isclose(points[0].as_double, total, abs_tol=1e-6)
+    # ct.rebuilds: case 01 compiled every TU (new), case 03 none (ccache).
+    reasons = ("new", "source_changed", "headers_changed", "flags_changed", "evicted", "not_cas")
+    rebuilds = [({kv.key: kv.value.string_value for kv in p.attributes}["ct.rule.rebuild_reason"], p.as_int)
+                for name, p in sink.data_points() if name == "ct.rebuilds"]
+    assert rebuilds == [(r, len(before) if r == "new" else 0) for r in reasons] + [(r, 0) for r in reasons], \
+        rebuilds

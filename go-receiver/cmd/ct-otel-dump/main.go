@@ -8,9 +8,12 @@
 // nothing and remembers nothing.
 //
 //	ct-otel-dump [flags] DIR
+//	ct-otel-dump diff [flags] OLD_DIR NEW_DIR
 //
 // DIR is an invocation directory (YYYYMMDDTHHMMSS-PID) or a diagnostics
 // directory holding some, of which the newest finished one is shown.
+// `diff` compares two builds: why each translation unit was compiled,
+// slower and faster rules, cache hits, the critical path (diff.go).
 package main
 
 import (
@@ -43,10 +46,13 @@ type options struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "diff" {
+		return runDiff(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("ct-otel-dump", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ct-otel-dump [flags] DIR\n\n"+
+		fmt.Fprintln(stderr, "usage: ct-otel-dump [flags] DIR\n       ct-otel-dump diff [flags] OLD_DIR NEW_DIR\n\n"+
 			"Prints one build's OTLP as JSON lines (traces, then metrics), as the collector's file exporter writes them.\n"+
 			"DIR: an invocation directory, or a diagnostics directory (its newest finished build).\n\nflags:")
 		fs.PrintDefaults()

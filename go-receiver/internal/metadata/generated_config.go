@@ -407,6 +407,26 @@ func (ms *CtLiveCompilesMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// CtRebuildsMetricConfig provides config for the ct.rebuilds metric.
+type CtRebuildsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *CtRebuildsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // CtRuleDurationMetricConfig provides config for the ct.rule.duration metric.
 type CtRuleDurationMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -449,6 +469,7 @@ type MetricsConfig struct {
 	CtClangHeaderParse          CtClangHeaderParseMetricConfig          `mapstructure:"ct.clang.header.parse"`
 	CtCompiles                  CtCompilesMetricConfig                  `mapstructure:"ct.compiles"`
 	CtLiveCompiles              CtLiveCompilesMetricConfig              `mapstructure:"ct.live.compiles"`
+	CtRebuilds                  CtRebuildsMetricConfig                  `mapstructure:"ct.rebuilds"`
 	CtRuleDuration              CtRuleDurationMetricConfig              `mapstructure:"ct.rule.duration"`
 }
 
@@ -512,6 +533,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		CtLiveCompiles: CtLiveCompilesMetricConfig{
+			Enabled: true,
+		},
+		CtRebuilds: CtRebuildsMetricConfig{
 			Enabled: true,
 		},
 		CtRuleDuration: CtRuleDurationMetricConfig{

@@ -86,6 +86,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CtLiveCompiles: CtLiveCompilesMetricConfig{
 						Enabled: true,
 					},
+					CtRebuilds: CtRebuildsMetricConfig{
+						Enabled: true,
+					},
 					CtRuleDuration: CtRuleDurationMetricConfig{
 						Enabled: true,
 					},
@@ -175,6 +178,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					CtLiveCompiles: CtLiveCompilesMetricConfig{
 						Enabled: false,
 					},
+					CtRebuilds: CtRebuildsMetricConfig{
+						Enabled: false,
+					},
 					CtRuleDuration: CtRuleDurationMetricConfig{
 						Enabled: false,
 					},
@@ -204,7 +210,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunActiveMetricConfig{}, CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtClangBackendMetricConfig{}, CtClangFrontendMetricConfig{}, CtClangHeaderParseMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CicdPipelineRunActiveMetricConfig{}, CicdPipelineRunDurationMetricConfig{}, CicdPipelineRunErrorsMetricConfig{}, CtBuildCriticalPathDurationMetricConfig{}, CtBuildParallelismMetricConfig{}, CtBuildRunningMetricConfig{}, CtCacheTimeSavedMetricConfig{}, CtCasDuplicateGroupsMetricConfig{}, CtCasTotalBytesMetricConfig{}, CtCasTotalEntriesMetricConfig{}, CtCasUniqueBucketsMetricConfig{}, CtCasWastedBytesMetricConfig{}, CtCcacheEventsMetricConfig{}, CtCcacheHitRateMetricConfig{}, CtCcacheRemoteHitRateMetricConfig{}, CtClangBackendMetricConfig{}, CtClangFrontendMetricConfig{}, CtClangHeaderParseMetricConfig{}, CtCompilesMetricConfig{}, CtLiveCompilesMetricConfig{}, CtRebuildsMetricConfig{}, CtRuleDurationMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -198,6 +198,48 @@ var MapAttributeCtRuleCacheLayer = map[string]AttributeCtRuleCacheLayer{
 	"other":    AttributeCtRuleCacheLayerOther,
 }
 
+// AttributeCtRuleRebuildReason specifies the value ct.rule.rebuild_reason attribute.
+type AttributeCtRuleRebuildReason int
+
+const (
+	_ AttributeCtRuleRebuildReason = iota
+	AttributeCtRuleRebuildReasonNew
+	AttributeCtRuleRebuildReasonSourceChanged
+	AttributeCtRuleRebuildReasonHeadersChanged
+	AttributeCtRuleRebuildReasonFlagsChanged
+	AttributeCtRuleRebuildReasonEvicted
+	AttributeCtRuleRebuildReasonNotCas
+)
+
+// String returns the string representation of the AttributeCtRuleRebuildReason.
+func (av AttributeCtRuleRebuildReason) String() string {
+	switch av {
+	case AttributeCtRuleRebuildReasonNew:
+		return "new"
+	case AttributeCtRuleRebuildReasonSourceChanged:
+		return "source_changed"
+	case AttributeCtRuleRebuildReasonHeadersChanged:
+		return "headers_changed"
+	case AttributeCtRuleRebuildReasonFlagsChanged:
+		return "flags_changed"
+	case AttributeCtRuleRebuildReasonEvicted:
+		return "evicted"
+	case AttributeCtRuleRebuildReasonNotCas:
+		return "not_cas"
+	}
+	return ""
+}
+
+// MapAttributeCtRuleRebuildReason is a helper map of string to AttributeCtRuleRebuildReason attribute value.
+var MapAttributeCtRuleRebuildReason = map[string]AttributeCtRuleRebuildReason{
+	"new":             AttributeCtRuleRebuildReasonNew,
+	"source_changed":  AttributeCtRuleRebuildReasonSourceChanged,
+	"headers_changed": AttributeCtRuleRebuildReasonHeadersChanged,
+	"flags_changed":   AttributeCtRuleRebuildReasonFlagsChanged,
+	"evicted":         AttributeCtRuleRebuildReasonEvicted,
+	"not_cas":         AttributeCtRuleRebuildReasonNotCas,
+}
+
 var MetricsInfo = metricsInfo{
 	CicdPipelineRunActive: metricInfo{
 		Name:       "cicd.pipeline.run.active",
@@ -278,6 +320,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "ct.live.compiles",
 		Attributes: []string{"ct.ccache.outcome"},
 	},
+	CtRebuilds: metricInfo{
+		Name:       "ct.rebuilds",
+		Attributes: []string{"ct.rule.rebuild_reason", "ct.variant", "cicd.pipeline.name"},
+	},
 	CtRuleDuration: metricInfo{
 		Name:       "ct.rule.duration",
 		Attributes: []string{"ct.rule_type", "ct.rule.cache_layer", "ct.variant"},
@@ -305,6 +351,7 @@ type metricsInfo struct {
 	CtClangHeaderParse          metricInfo
 	CtCompiles                  metricInfo
 	CtLiveCompiles              metricInfo
+	CtRebuilds                  metricInfo
 	CtRuleDuration              metricInfo
 }
 
@@ -1400,6 +1447,62 @@ func newMetricCtLiveCompiles(cfg CtLiveCompilesMetricConfig) metricCtLiveCompile
 	return m
 }
 
+type metricCtRebuilds struct {
+	data     pmetric.Metric         // data buffer for generated metric.
+	config   CtRebuildsMetricConfig // metric config provided by user.
+	capacity int                    // max observed number of data points added to the metric.
+}
+
+// init fills ct.rebuilds metric with initial data.
+func (m *metricCtRebuilds) init() {
+	m.data.SetName("ct.rebuilds")
+	m.data.SetDescription("Compiles that ran the compiler, by rebuild reason (why the CAS did not have the object); all six reasons for every build with compile rules; needs history.enabled.")
+	m.data.SetUnit("{compile}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricCtRebuilds) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, ctRuleRebuildReasonAttributeValue string, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("ct.rule.rebuild_reason", ctRuleRebuildReasonAttributeValue)
+	dp.Attributes().PutStr("ct.variant", ctVariantAttributeValue)
+	dp.Attributes().PutStr("cicd.pipeline.name", cicdPipelineNameAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricCtRebuilds) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricCtRebuilds) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricCtRebuilds(cfg CtRebuildsMetricConfig) metricCtRebuilds {
+	m := metricCtRebuilds{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricCtRuleDuration struct {
 	data     pmetric.Metric             // data buffer for generated metric.
 	config   CtRuleDurationMetricConfig // metric config provided by user.
@@ -1486,6 +1589,7 @@ type MetricsBuilder struct {
 	metricCtClangHeaderParse          metricCtClangHeaderParse
 	metricCtCompiles                  metricCtCompiles
 	metricCtLiveCompiles              metricCtLiveCompiles
+	metricCtRebuilds                  metricCtRebuilds
 	metricCtRuleDuration              metricCtRuleDuration
 }
 
@@ -1532,6 +1636,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricCtClangHeaderParse:          newMetricCtClangHeaderParse(mbc.Metrics.CtClangHeaderParse),
 		metricCtCompiles:                  newMetricCtCompiles(mbc.Metrics.CtCompiles),
 		metricCtLiveCompiles:              newMetricCtLiveCompiles(mbc.Metrics.CtLiveCompiles),
+		metricCtRebuilds:                  newMetricCtRebuilds(mbc.Metrics.CtRebuilds),
 		metricCtRuleDuration:              newMetricCtRuleDuration(mbc.Metrics.CtRuleDuration),
 		resourceAttributeIncludeFilter:    make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter:    make(map[string]filter.Filter),
@@ -1727,6 +1832,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricCtClangHeaderParse.emit(ils.Metrics())
 	mb.metricCtCompiles.emit(ils.Metrics())
 	mb.metricCtLiveCompiles.emit(ils.Metrics())
+	mb.metricCtRebuilds.emit(ils.Metrics())
 	mb.metricCtRuleDuration.emit(ils.Metrics())
 
 	for _, op := range options {
@@ -1857,6 +1963,11 @@ func (mb *MetricsBuilder) RecordCtCompilesDataPoint(ts pcommon.Timestamp, val in
 // RecordCtLiveCompilesDataPoint adds a data point to ct.live.compiles metric.
 func (mb *MetricsBuilder) RecordCtLiveCompilesDataPoint(ts pcommon.Timestamp, val int64, ctCcacheOutcomeAttributeValue AttributeCtCcacheOutcome) {
 	mb.metricCtLiveCompiles.recordDataPoint(mb.startTime, ts, val, ctCcacheOutcomeAttributeValue.String())
+}
+
+// RecordCtRebuildsDataPoint adds a data point to ct.rebuilds metric.
+func (mb *MetricsBuilder) RecordCtRebuildsDataPoint(ts pcommon.Timestamp, val int64, ctRuleRebuildReasonAttributeValue AttributeCtRuleRebuildReason, ctVariantAttributeValue string, cicdPipelineNameAttributeValue string) {
+	mb.metricCtRebuilds.recordDataPoint(mb.startTime, ts, val, ctRuleRebuildReasonAttributeValue.String(), ctVariantAttributeValue, cicdPipelineNameAttributeValue)
 }
 
 // RecordCtRuleDurationDataPoint adds a data point to ct.rule.duration metric.

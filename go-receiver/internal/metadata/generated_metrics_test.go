@@ -128,6 +128,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordCtLiveCompilesDataPoint(ts, 1, AttributeCtCcacheOutcomeDirectCacheHit)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordCtRebuildsDataPoint(ts, 1, AttributeCtRuleRebuildReasonNew, "ct.variant-val", "cicd.pipeline.name-val")
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordCtRuleDurationDataPoint(ts, 1, "ct.rule_type-val", AttributeCtRuleCacheLayerCas, "ct.variant-val")
 
 			rb := mb.NewResourceBuilder()
@@ -569,6 +572,29 @@ func TestMetricsBuilder(t *testing.T) {
 					ctCcacheOutcomeAttrVal, ok := dp.Attributes().Get("ct.ccache.outcome")
 					assert.True(t, ok)
 					assert.Equal(t, "direct_cache_hit", ctCcacheOutcomeAttrVal.Str())
+				case "ct.rebuilds":
+					assert.False(t, validatedMetrics["ct.rebuilds"], "Found a duplicate in the metrics slice: ct.rebuilds")
+					validatedMetrics["ct.rebuilds"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Compiles that ran the compiler, by rebuild reason (why the CAS did not have the object); all six reasons for every build with compile rules; needs history.enabled.", mi.Description())
+					assert.Equal(t, "{compile}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					ctRuleRebuildReasonAttrVal, ok := dp.Attributes().Get("ct.rule.rebuild_reason")
+					assert.True(t, ok)
+					assert.Equal(t, "new", ctRuleRebuildReasonAttrVal.Str())
+					ctVariantAttrVal, ok := dp.Attributes().Get("ct.variant")
+					assert.True(t, ok)
+					assert.Equal(t, "ct.variant-val", ctVariantAttrVal.Str())
+					cicdPipelineNameAttrVal, ok := dp.Attributes().Get("cicd.pipeline.name")
+					assert.True(t, ok)
+					assert.Equal(t, "cicd.pipeline.name-val", cicdPipelineNameAttrVal.Str())
 				case "ct.rule.duration":
 					assert.False(t, validatedMetrics["ct.rule.duration"], "Found a duplicate in the metrics slice: ct.rule.duration")
 					validatedMetrics["ct.rule.duration"] = true

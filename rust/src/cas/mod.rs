@@ -62,7 +62,7 @@ mod cmd_hash;
 mod exe;
 mod kind;
 mod manifest;
-mod names;
+pub(crate) mod names;
 mod obj;
 mod parallel;
 mod scan;

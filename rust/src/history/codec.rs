@@ -1,23 +1,41 @@
 //! The history as bytes, for the receiver's storage extension: Rust writes
 //! them, Go only stores and hands them back.
 //!
-//! Layout (little endian): the magic `CTHIST2\n`; the scope count (u32)
+//! Layout (little endian): the magic `CTHIST3\n`; the scope count (u32)
 //! and each scope (host NUL variant) as length (u32) and UTF-8; the target
 //! count (u64), then per target, least recently used first — its scope's
-//! index (u32), path length (u32), path (UTF-8), compile count (u8), and
-//! per compile: build start (i64, Unix ns), build tie (u32), duration (i64,
-//! ns). Replaying the targets in that order gives back the same use order;
-//! a smaller capacity or window than when saved keeps the most recent.
+//! index (u32), identity length (u32), identity (UTF-8), compile count
+//! (u8), per compile: build start (i64, Unix ns), build tie (u32), duration
+//! (i64, ns); key count (u8), per key: build start, tie, file, dep and
+//! macro-state hash (u64 each). Then the build scope count (u32), per
+//! scope its name (host NUL variant NUL pipeline: length u32, UTF-8), its
+//! build count (u8), per build: start, tie, trace id (16 bytes), duration
+//! (i64), critical path present (u8), its length (i64) and hash (u64),
+//! rule count (u32) and the rules' identity hashes (u64 each, ascending).
+//! Replaying the targets in that order gives back the same use order; a
+//! smaller capacity or window than when saved keeps the most recent.
+//!
+//! `CTHIST2` (before the rebuild reasons) keyed targets by `ct.target`,
+//! which for a CAS build changes exactly when a source is recompiled: its
+//! numbers cannot be carried over to the new keys, so it is refused with
+//! an error saying so, and the receiver starts an empty history.
 
+use super::builds::{BuildRecord, BuildRecords};
 use super::lru::TargetLru;
-use super::record::{BuildKey, Compile};
+use super::record::{BuildKey, Compile, Seen};
+use crate::rebuild::CasKey;
 
-const MAGIC: &[u8; 8] = b"CTHIST2\n";
+const MAGIC: &[u8; 8] = b"CTHIST3\n";
+/// The format before the rebuild reasons: keyed by `ct.target`.
+const MAGIC_V2: &[u8; 8] = b"CTHIST2\n";
+/// What [`decode_into`] says of a `CTHIST2` history.
+pub(crate) const OLD_FORMAT: &str =
+    "compile history of an older receiver (keyed by ct.target, which a CAS build changes on every recompile): dropped, starting an empty history";
 /// Longest scope or path read back.
 const MAX_STR: usize = 1 << 16;
 
-/// Serialises `targets`.
-pub fn encode(targets: &TargetLru) -> Vec<u8> {
+/// Serialises `targets` and `builds`.
+pub fn encode(targets: &TargetLru, builds: &BuildRecords) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + targets.len() * 96);
     out.extend_from_slice(MAGIC);
     let scopes = targets.scopes();
@@ -37,35 +55,106 @@ pub fn encode(targets: &TargetLru) -> Vec<u8> {
         let kept = &compiles[compiles.len().saturating_sub(255)..];
         out.push(kept.len() as u8);
         for c in kept {
-            out.extend_from_slice(&c.build.start_unix_ns.to_le_bytes());
-            out.extend_from_slice(&c.build.tie.to_le_bytes());
+            put_build_key(&mut out, c.build);
             out.extend_from_slice(&c.duration_ns.to_le_bytes());
+        }
+        let seen = record.seen();
+        out.push(seen.len().min(255) as u8);
+        for s in &seen[..seen.len().min(255)] {
+            put_build_key(&mut out, s.build);
+            for h in [s.key.file_hash, s.key.dep_hash, s.key.macro_state_hash] {
+                out.extend_from_slice(&h.to_le_bytes());
+            }
+        }
+    }
+    let scopes: Vec<(&str, &[BuildRecord])> = builds.iter().collect();
+    out.extend_from_slice(&(scopes.len() as u32).to_le_bytes());
+    for (scope, kept) in scopes {
+        put_str(&mut out, scope);
+        let kept = &kept[kept.len().saturating_sub(255)..];
+        out.push(kept.len() as u8);
+        for b in kept {
+            put_build_key(&mut out, b.key);
+            out.extend_from_slice(&b.trace_id);
+            out.extend_from_slice(&b.duration_ns.to_le_bytes());
+            let (present, (length, hash)) = match b.critical_path {
+                Some(p) => (1u8, p),
+                None => (0u8, (0, 0)),
+            };
+            out.push(present);
+            out.extend_from_slice(&length.to_le_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+            // At most u32::MAX rules a build (a 1M-rule build has 1M).
+            let rules = &b.rules[..b.rules.len().min(u32::MAX as usize)];
+            out.extend_from_slice(&(rules.len() as u32).to_le_bytes());
+            for r in rules {
+                out.extend_from_slice(&r.to_le_bytes());
+            }
         }
     }
     out
 }
 
-/// Reads `bytes` into `targets` (normally empty), recording each compile
-/// with `window`. All or nothing: on malformed bytes `targets` is left as
-/// it was and the error says where.
-pub fn decode_into(bytes: &[u8], targets: &mut TargetLru, window: usize) -> Result<usize, String> {
-    let (scopes, entries) = parse(bytes)?;
-    let ids: Vec<u32> = scopes.iter().map(|s| targets.intern(s)).collect();
-    let n = entries.len();
-    for (scope, path, compiles) in entries {
-        let record = targets.touch(ids[scope as usize], path);
-        for c in compiles {
+fn put_build_key(out: &mut Vec<u8>, key: BuildKey) {
+    out.extend_from_slice(&key.start_unix_ns.to_le_bytes());
+    out.extend_from_slice(&key.tie.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Reads `bytes` into `targets` and `builds` (normally empty), recording
+/// each compile with `window`. All or nothing: on malformed bytes both are
+/// left as they were and the error says where; a `CTHIST2` history is
+/// refused with [`OLD_FORMAT`].
+pub fn decode_into(
+    bytes: &[u8],
+    targets: &mut TargetLru,
+    builds: &mut BuildRecords,
+    window: usize,
+) -> Result<usize, String> {
+    let parsed = parse(bytes)?;
+    let ids: Vec<u32> = parsed.scopes.iter().map(|s| targets.intern(s)).collect();
+    let n = parsed.entries.len();
+    for entry in parsed.entries {
+        let record = targets.touch(ids[entry.scope as usize], entry.path);
+        for c in entry.compiles {
             record.record(c, window);
+        }
+        for s in entry.seen {
+            record.record_seen(s);
+        }
+    }
+    for (scope, kept) in parsed.builds {
+        for b in kept {
+            builds.record(scope, b);
         }
     }
     Ok(n)
 }
 
-type Entry<'b> = (u32, &'b str, Vec<Compile>);
+struct Entry<'b> {
+    scope: u32,
+    path: &'b str,
+    compiles: Vec<Compile>,
+    seen: Vec<Seen>,
+}
 
-fn parse(bytes: &[u8]) -> Result<(Vec<&str>, Vec<Entry<'_>>), String> {
+struct Parsed<'b> {
+    scopes: Vec<&'b str>,
+    entries: Vec<Entry<'b>>,
+    builds: Vec<(&'b str, Vec<BuildRecord>)>,
+}
+
+fn parse(bytes: &[u8]) -> Result<Parsed<'_>, String> {
     let mut r = Reader { bytes, at: 0 };
-    if r.take(MAGIC.len())? != MAGIC {
+    let magic = r.take(MAGIC.len())?;
+    if magic == MAGIC_V2 {
+        return Err(OLD_FORMAT.to_owned());
+    }
+    if magic != MAGIC {
         return Err("not a compile history (bad magic)".to_owned());
     }
     let scope_count = r.u32()?;
@@ -97,20 +186,78 @@ fn parse(bytes: &[u8]) -> Result<(Vec<&str>, Vec<Entry<'_>>), String> {
         let n = r.take(1)?[0];
         let mut compiles = Vec::with_capacity(usize::from(n));
         for _ in 0..n {
-            let start_unix_ns = r.i64()?;
-            let tie = r.u32()?;
+            let build = r.build_key()?;
             let duration_ns = r.i64()?;
-            compiles.push(Compile {
-                build: BuildKey { start_unix_ns, tie },
+            compiles.push(Compile { build, duration_ns });
+        }
+        let n = r.take(1)?[0];
+        let mut seen = Vec::with_capacity(usize::from(n));
+        for _ in 0..n {
+            let build = r.build_key()?;
+            let key = CasKey {
+                file_hash: r.u64()?,
+                dep_hash: r.u64()?,
+                macro_state_hash: r.u64()?,
+            };
+            seen.push(Seen { build, key });
+        }
+        entries.push(Entry {
+            scope,
+            path,
+            compiles,
+            seen,
+        });
+    }
+    let build_scopes = r.u32()?;
+    if build_scopes as usize > bytes.len() / 5 {
+        return Err(format!(
+            "build scope count {build_scopes} exceeds what {} bytes can hold",
+            bytes.len()
+        ));
+    }
+    let mut builds = Vec::with_capacity(build_scopes as usize);
+    for _ in 0..build_scopes {
+        let scope = r.str()?;
+        let n = r.take(1)?[0];
+        let mut kept = Vec::with_capacity(usize::from(n));
+        for _ in 0..n {
+            let key = r.build_key()?;
+            let trace_id = r.array::<16>()?;
+            let duration_ns = r.i64()?;
+            let present = r.take(1)?[0];
+            let (length, hash) = (r.i64()?, r.u64()?);
+            let rule_count = r.u32()? as usize;
+            if rule_count > (bytes.len() - r.at) / 8 {
+                return Err(format!(
+                    "rule count {rule_count} at offset {} exceeds the bytes left",
+                    r.at
+                ));
+            }
+            let mut rules = Vec::with_capacity(rule_count);
+            for _ in 0..rule_count {
+                rules.push(r.u64()?);
+            }
+            if !rules.is_sorted() {
+                return Err(format!("rules of a build not ascending before offset {}", r.at));
+            }
+            kept.push(BuildRecord {
+                key,
+                trace_id,
                 duration_ns,
+                critical_path: (present != 0).then_some((length, hash)),
+                rules: rules.into_boxed_slice(),
             });
         }
-        entries.push((scope, path, compiles));
+        builds.push((scope, kept));
     }
     if r.at != bytes.len() {
         return Err(format!("{} trailing bytes", bytes.len() - r.at));
     }
-    Ok((scopes, entries))
+    Ok(Parsed {
+        scopes,
+        entries,
+        builds,
+    })
 }
 
 struct Reader<'b> {
@@ -148,6 +295,13 @@ impl<'b> Reader<'b> {
         Ok(i64::from_le_bytes(self.array()?))
     }
 
+    fn build_key(&mut self) -> Result<BuildKey, String> {
+        Ok(BuildKey {
+            start_unix_ns: self.i64()?,
+            tie: self.u32()?,
+        })
+    }
+
     /// A length-prefixed UTF-8 string.
     fn str(&mut self) -> Result<&'b str, String> {
         let len = self.u32()? as usize;
@@ -162,60 +316,133 @@ impl<'b> Reader<'b> {
 mod tests {
     use super::*;
 
+    fn key(start_unix_ns: i64) -> BuildKey {
+        BuildKey {
+            start_unix_ns,
+            tie: 7,
+        }
+    }
+
     fn sample() -> TargetLru {
         let mut lru = TargetLru::new(10);
         let (v, w) = (lru.intern("h\0v"), lru.intern("h\0w"));
-        for (i, (scope, path)) in [(v, "a.o"), (w, "b.o"), (v, "ü.o")].into_iter().enumerate() {
+        for (i, (scope, path)) in [(v, "a.cpp"), (w, "b.cpp"), (v, "ü.cpp")].into_iter().enumerate() {
             let r = lru.touch(scope, path);
             for b in 0..=i as i64 {
                 r.record(
                     Compile {
-                        build: BuildKey {
-                            start_unix_ns: 1000 + b,
-                            tie: 7,
-                        },
+                        build: key(1000 + b),
                         duration_ns: 10 * b + i as i64,
                     },
                     5,
                 );
             }
+            r.record_seen(Seen {
+                build: key(1000 + i as i64),
+                key: CasKey {
+                    file_hash: 0x0d99ae76451a,
+                    dep_hash: i as u64,
+                    macro_state_hash: u64::MAX,
+                },
+            });
         }
-        lru.touch(v, "a.o"); // a becomes the most recent
+        lru.touch(v, "a.cpp"); // a becomes the most recent
         lru
     }
 
-    fn dump(lru: &TargetLru) -> Vec<(String, String, Vec<Compile>)> {
+    fn sample_builds() -> BuildRecords {
+        let mut b = BuildRecords::default();
+        b.record(
+            "h\0v\0geom",
+            BuildRecord {
+                key: key(5),
+                trace_id: [3; 16],
+                duration_ns: 12,
+                critical_path: Some((9, 0xabc)),
+                rules: vec![1, 5, 9].into_boxed_slice(),
+            },
+        );
+        b.record(
+            "h\0v\0",
+            BuildRecord {
+                key: key(6),
+                ..BuildRecord::default()
+            },
+        );
+        b
+    }
+
+    type Dumped = (String, String, Vec<Compile>, Vec<Seen>);
+
+    fn dump(lru: &TargetLru) -> Vec<Dumped> {
         lru.iter_oldest_first()
-            .map(|(s, p, r)| (lru.scope(s).to_owned(), p.to_owned(), r.compiles().to_vec()))
+            .map(|(s, p, r)| {
+                (
+                    lru.scope(s).to_owned(),
+                    p.to_owned(),
+                    r.compiles().to_vec(),
+                    r.seen().to_vec(),
+                )
+            })
             .collect()
     }
 
+    fn dump_builds(b: &BuildRecords) -> Vec<(String, Vec<BuildRecord>)> {
+        b.iter().map(|(s, k)| (s.to_owned(), k.to_vec())).collect()
+    }
+
     #[test]
-    fn round_trip_keeps_records_and_use_order() {
-        let lru = sample();
-        let bytes = encode(&lru);
-        let mut back = TargetLru::new(10);
-        assert_eq!(decode_into(&bytes, &mut back, 5), Ok(3));
+    fn round_trip_keeps_records_keys_builds_and_use_order() {
+        let (lru, builds) = (sample(), sample_builds());
+        let bytes = encode(&lru, &builds);
+        let (mut back, mut back_builds) = (TargetLru::new(10), BuildRecords::default());
+        assert_eq!(decode_into(&bytes, &mut back, &mut back_builds, 5), Ok(3));
         assert_eq!(dump(&back), dump(&lru));
-        assert_eq!(encode(&back), bytes);
+        assert_eq!(dump_builds(&back_builds), dump_builds(&builds));
+        assert_eq!(encode(&back, &back_builds), bytes);
     }
 
     #[test]
     fn smaller_capacity_and_window_keep_the_most_recent() {
-        let bytes = encode(&sample());
+        let bytes = encode(&sample(), &BuildRecords::default());
         let mut back = TargetLru::new(2);
-        decode_into(&bytes, &mut back, 1).unwrap();
+        decode_into(&bytes, &mut back, &mut BuildRecords::default(), 1).unwrap();
         let d = dump(&back);
-        let keys: Vec<(&str, &str)> = d.iter().map(|(s, p, _)| (s.as_str(), p.as_str())).collect();
-        assert_eq!(keys, [("h\0v", "ü.o"), ("h\0v", "a.o")]);
+        let keys: Vec<(&str, &str)> = d.iter().map(|(s, p, _, _)| (s.as_str(), p.as_str())).collect();
+        assert_eq!(keys, [("h\0v", "ü.cpp"), ("h\0v", "a.cpp")]);
         assert_eq!(d[0].2.len(), 1);
         assert_eq!(d[0].2[0].duration_ns, 22);
     }
 
+    /// A history the previous receiver saved (`CTHIST2`, keyed by
+    /// `ct.target`): refused with the migration message, nothing changed.
+    #[test]
+    fn an_old_history_is_dropped_with_a_reason() {
+        let mut v2 = MAGIC_V2.to_vec();
+        v2.extend_from_slice(&1u32.to_le_bytes());
+        v2.extend_from_slice(&3u32.to_le_bytes());
+        v2.extend_from_slice(b"h\0v");
+        v2.extend_from_slice(&1u64.to_le_bytes());
+        v2.extend_from_slice(&0u32.to_le_bytes());
+        let target = b"/p/cas-objdir/v/0d/helper_0d99ae76451a_0af5b42cc55ffb_d85fc71f180bdf74.o";
+        v2.extend_from_slice(&(target.len() as u32).to_le_bytes());
+        v2.extend_from_slice(target);
+        v2.push(1);
+        v2.extend_from_slice(&[0; 20]);
+        let (mut back, mut builds) = (TargetLru::new(10), BuildRecords::default());
+        back.touch(0, "kept");
+        assert_eq!(
+            decode_into(&v2, &mut back, &mut builds, 5),
+            Err(OLD_FORMAT.to_owned())
+        );
+        assert_eq!(back.len(), 1);
+        assert_eq!(builds.builds(), 0);
+    }
+
     #[test]
     fn malformed_bytes_are_an_error_and_change_nothing() {
-        let bytes = encode(&sample());
-        let mut back = TargetLru::new(10);
+        let bytes = encode(&sample(), &sample_builds());
+        let (mut back, mut builds) = (TargetLru::new(10), BuildRecords::default());
         back.touch(0, "kept");
         for bad in [
             &bytes[..bytes.len() - 1],
@@ -223,21 +450,48 @@ mod tests {
             b"CTHIST1\n\0\0\0\0\0\0\0\0".as_slice(),
             b"".as_slice(),
         ] {
-            assert!(decode_into(bad, &mut back, 5).is_err());
+            assert!(decode_into(bad, &mut back, &mut builds, 5).is_err());
         }
         let mut trailing = bytes.clone();
         trailing.push(0);
-        assert!(decode_into(&trailing, &mut back, 5).is_err());
+        assert!(decode_into(&trailing, &mut back, &mut builds, 5).is_err());
         let mut huge = bytes.clone();
         huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode_into(&huge, &mut back, 5).is_err());
+        assert!(decode_into(&huge, &mut back, &mut builds, 5).is_err());
         // A target naming a scope that is not there.
-        let mut bad_scope = encode(&sample());
+        let mut bad_scope = bytes.clone();
         let first_target = 8 + 4 + (4 + 3) * 2 + 8;
         bad_scope[first_target..first_target + 4].copy_from_slice(&9u32.to_le_bytes());
-        assert!(decode_into(&bad_scope, &mut back, 5)
+        assert!(decode_into(&bad_scope, &mut back, &mut builds, 5)
             .unwrap_err()
             .contains("scope 9"));
+        // A rule count beyond the bytes: refused before allocating.
+        let mut lying = encode(&TargetLru::new(1), &sample_builds());
+        let at = lying.len() - 8 * 3 - 4 - (8 + 4 + 16 + 8 + 1 + 16 + 4);
+        let count_at = lying.len() - 8 * 3 - 4;
+        assert!(at < count_at);
+        lying[count_at..count_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode_into(&lying, &mut back, &mut builds, 5)
+            .unwrap_err()
+            .contains("rule count"));
         assert_eq!(back.len(), 1);
+        assert_eq!(builds.builds(), 0);
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        // Every prefix and every single-byte change of a valid history.
+        let bytes = encode(&sample(), &sample_builds());
+        for n in 0..bytes.len() {
+            let _ = decode_into(
+                &bytes[..n],
+                &mut TargetLru::new(4),
+                &mut BuildRecords::default(),
+                5,
+            );
+            let mut flipped = bytes.clone();
+            flipped[n] ^= 0xff;
+            let _ = decode_into(&flipped, &mut TargetLru::new(4), &mut BuildRecords::default(), 5);
+        }
     }
 }

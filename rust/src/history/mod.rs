@@ -1,12 +1,20 @@
 //! Per-target compile history, kept by the receiver across builds: the
-//! time a cache hit saved (the target's last actual compile − the hit) and
+//! time a cache hit saved (the target's last actual compile − the hit),
 //! how a compile compares with its target's recent ones (this compile −
-//! the median of the last K). The OTLP side puts them on the rule spans,
-//! the root span and the `ct.cache.time_saved` metric (`otlp::history`).
+//! the median of the last K), why a compile ran (its rebuild reason, from
+//! the CAS key its target had the last time, [`crate::rebuild`]) and the
+//! previous build of the same host, variant and pipeline ([`builds`]). The
+//! OTLP side puts them on the rule spans, the root span and the
+//! `ct.cache.time_saved` and `ct.rebuilds` metrics (`otlp::history`,
+//! `otlp::rebuild`).
 //!
-//! **Identity.** A target is (host, variant, `ct.target`). Counted rules
-//! are the analytics' (anchored rules reached through phases) with a
-//! non-empty target; rule `children` are steps of their parent, not jobs.
+//! **Identity.** A target is (host, variant, the rule's stable identity):
+//! a compile's source, another rule's target without CAS hashes
+//! ([`crate::rebuild::stable_identity`]). Not `ct.target`: a CAS object's
+//! name changes exactly when its source is recompiled, so a history keyed
+//! by it never found the previous compile of a CAS build. Counted rules
+//! are the analytics' (anchored rules reached through phases) with an
+//! identity; rule `children` are steps of their parent, not jobs.
 //!
 //! **What counts as a compile.** `ct.rule.cache_layer` decides where a
 //! statslog (per-TU attribution) or the outcomes log set it: `compiled`
@@ -28,11 +36,17 @@
 //! builds that settled in between and compiled the same target (several
 //! builds in flight at once) can push an older compile out of the window.
 //!
+//! The same holds for the rebuild reasons (each target keeps its last two
+//! CAS keys, tagged with their builds) and the comparison (two builds kept
+//! per scope).
+//!
 //! **Bounds.** At most `max_targets` targets (least recently used
-//! forgotten first, [`lru`]), at most `window` + 1 compiles each, at most
-//! [`MAX_STAGED_BUILDS`] builds staged and not yet committed (the oldest
-//! staging is dropped: a build that never settles).
+//! forgotten first, [`lru`]), at most `window` + 1 compiles and 2 keys
+//! each, 2 builds per scope and [`builds::MAX_BUILD_SCOPES`] scopes, at
+//! most [`MAX_STAGED_BUILDS`] builds staged and not yet committed (the
+//! oldest staging is dropped: a build that never settles).
 
+mod builds;
 mod codec;
 mod evaluate;
 mod lru;
@@ -41,12 +55,14 @@ mod record;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-pub use evaluate::{CacheLayer, HistoryFacts, HistorySummary, RuleHistory};
+pub use builds::Comparison;
+pub use evaluate::{BuildOrigin, CacheLayer, HistoryFacts, HistorySummary, RuleHistory, RuleRebuild};
 pub use record::BuildKey;
 
+use builds::BuildRecords;
 use evaluate::Staged;
 use lru::TargetLru;
-use record::Compile;
+use record::{Compile, Seen};
 
 use crate::timing::{Build, Clock};
 
@@ -92,6 +108,7 @@ pub struct History {
 
 struct State {
     targets: TargetLru,
+    builds: BuildRecords,
     window: usize,
     staged: HashMap<String, Staged>,
     /// Staged build ids, oldest staging first.
@@ -111,6 +128,7 @@ impl History {
         Self {
             state: Mutex::new(State {
                 targets: TargetLru::new(config.max_targets),
+                builds: BuildRecords::default(),
                 window: config.window.clamp(1, MAX_WINDOW),
                 staged: HashMap::new(),
                 staged_order: VecDeque::new(),
@@ -136,10 +154,53 @@ impl History {
         key: BuildKey,
         build_id: &str,
     ) -> HistoryFacts {
+        let origin = BuildOrigin {
+            host,
+            pipeline: "",
+            key,
+            trace_id: [0; 16],
+        };
+        self.evaluate_build(build, clock, &origin, build_id)
+    }
+
+    /// [`History::evaluate`] with the build's pipeline and trace id, which
+    /// its comparison with the previous build needs ([`History::finish`]).
+    pub fn evaluate_build(
+        &self,
+        build: &Build,
+        clock: &Clock,
+        origin: &BuildOrigin,
+        build_id: &str,
+    ) -> HistoryFacts {
         let mut state = self.lock();
-        let (facts, staged) = evaluate::evaluate(&state.targets, state.window, build, clock, host, key);
+        let (facts, staged) = evaluate::evaluate(&state.targets, state.window, build, clock, origin);
         state.stage(build_id, staged);
         facts
+    }
+
+    /// Completes what `build_id` staged with the build's totals — its
+    /// duration (ns) and, with analytics, its critical path (length in ns,
+    /// hash of its rules' identities) — and puts its comparison with the
+    /// previous build of its host, variant and pipeline into `facts`
+    /// (strictly older builds only, as for the rules). Nothing happens for
+    /// an id not staged.
+    pub fn finish(
+        &self,
+        build_id: &str,
+        duration_ns: i64,
+        critical_path: Option<(i64, u64)>,
+        facts: &mut HistoryFacts,
+    ) {
+        let mut state = self.lock();
+        let State { staged, builds, .. } = &mut *state;
+        let Some(staged) = staged.get_mut(build_id) else {
+            return;
+        };
+        staged.finish(duration_ns, critical_path);
+        let comparison = builds
+            .previous(&staged.build_scope, staged.build)
+            .map(|previous| Comparison::of(previous, &staged.record));
+        facts.set_comparison(comparison);
     }
 
     /// Applies what `build_id` staged; returns how many rules it recorded or
@@ -151,9 +212,9 @@ impl History {
         };
         let kept = state.window + 1;
         let scope = state.targets.intern(&staged.scope);
-        for (path, duration) in staged.touched() {
-            let record = state.targets.touch(scope, path);
-            if let Some(duration_ns) = duration {
+        for t in staged.touched() {
+            let record = state.targets.touch(scope, t.path);
+            if let Some(duration_ns) = t.duration_ns {
                 record.record(
                     Compile {
                         build: staged.build,
@@ -162,8 +223,18 @@ impl History {
                     kept,
                 );
             }
+            if let Some(key) = t.key {
+                record.record_seen(Seen {
+                    build: staged.build,
+                    key,
+                });
+            }
         }
-        staged.len()
+        let touched = staged.len();
+        if staged.finished {
+            state.builds.record(&staged.build_scope, staged.record);
+        }
+        touched
     }
 
     /// Drops what `build_id` staged; returns whether there was anything.
@@ -174,15 +245,20 @@ impl History {
     /// The committed history as bytes (staging is not saved: it belongs to
     /// builds not checkpointed, which are read again after a restart).
     pub fn save(&self) -> Vec<u8> {
-        codec::encode(&self.lock().targets)
+        let state = self.lock();
+        codec::encode(&state.targets, &state.builds)
     }
 
     /// Adds saved bytes to the history (normally empty); returns how many
-    /// targets they held. Malformed bytes change nothing.
+    /// targets they held. Malformed bytes change nothing; so do the bytes
+    /// of an older format (keyed by `ct.target`, wrong for CAS builds),
+    /// with an error that says so: the receiver warns once and starts
+    /// afresh.
     pub fn restore(&self, bytes: &[u8]) -> Result<usize, String> {
         let mut state = self.lock();
         let kept = state.window + 1;
-        codec::decode_into(bytes, &mut state.targets, kept)
+        let State { targets, builds, .. } = &mut *state;
+        codec::decode_into(bytes, targets, builds, kept)
     }
 
     pub fn footprint(&self) -> Footprint {
@@ -194,7 +270,7 @@ impl History {
                 .iter_oldest_first()
                 .map(|(_, _, r)| r.compiles().len() as u64)
                 .sum(),
-            bytes: t.heap_bytes() as u64,
+            bytes: (t.heap_bytes() + state.builds.heap_bytes()) as u64,
             staged_builds: state.staged.len() as u64,
             evicted: t.evicted(),
         }

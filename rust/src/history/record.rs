@@ -1,5 +1,8 @@
 //! What the history keeps of one target: its most recent actual compiles,
-//! each tagged with the build it came from, oldest first.
+//! each tagged with the build it came from, oldest first; and the CAS keys
+//! its object last had (formats.md §6.3), for the rebuild reasons.
+
+use crate::rebuild::CasKey;
 
 /// Where a build sits in the order builds are processed: its start (Unix
 /// ns) and, between builds starting in the same nanosecond, bits of its
@@ -26,11 +29,30 @@ pub struct Compile {
     pub duration_ns: i64,
 }
 
+/// The CAS key a build's rule of a target had (compiled, or served by a
+/// cache: either way the object then existed with that key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Seen {
+    pub build: BuildKey,
+    pub key: CasKey,
+}
+
+/// Keys kept per target: the newest and the one before, so that the last
+/// committed build, read again, still finds the key before its own (as
+/// the compiles' K + 1).
+pub(crate) const SEEN_KEPT: usize = 2;
+
 /// The compiles of one target, ascending by build, at most the window the
-/// history was configured with.
+/// history was configured with; and its last [`SEEN_KEPT`] keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TargetRecord {
     compiles: Vec<Compile>,
+    /// The first `seen_len`, ascending by build; none for targets without
+    /// CAS names. Inline, not on the heap: every compile of a build looks
+    /// its key up, and a pointer to chase per rule was a cache miss each
+    /// (~10 ms at 100k rules).
+    seen: [Seen; SEEN_KEPT],
+    seen_len: u8,
 }
 
 impl TargetRecord {
@@ -88,6 +110,45 @@ impl TargetRecord {
     pub fn heap_bytes(&self) -> usize {
         self.compiles.capacity() * std::mem::size_of::<Compile>()
     }
+
+    pub fn seen(&self) -> &[Seen] {
+        &self.seen[..usize::from(self.seen_len)]
+    }
+
+    /// Records the key a build saw, keeping the newest [`SEEN_KEPT`]; a
+    /// build already recorded is replaced. Returns whether anything changed.
+    pub fn record_seen(&mut self, seen: Seen) -> bool {
+        // In place (no allocation: a commit records a key per compile).
+        let len = usize::from(self.seen_len);
+        let kept = &mut self.seen[..len];
+        match kept.binary_search_by_key(&seen.build, |s| s.build) {
+            Ok(i) if kept[i] == seen => false,
+            Ok(i) => {
+                kept[i] = seen;
+                true
+            }
+            Err(0) if len >= SEEN_KEPT => false,
+            Err(i) if len < SEEN_KEPT => {
+                self.seen.copy_within(i..len, i + 1);
+                self.seen[i] = seen;
+                self.seen_len += 1;
+                true
+            }
+            Err(i) => {
+                // Full: the oldest goes, the new one lands before slot i.
+                self.seen.copy_within(1..i, 0);
+                self.seen[i - 1] = seen;
+                true
+            }
+        }
+    }
+
+    /// The newest key of a build strictly older than `build`.
+    pub fn key_before(&self, build: BuildKey) -> Option<CasKey> {
+        let seen = self.seen();
+        let end = seen.partition_point(|s| s.build < build);
+        end.checked_sub(1).map(|i| seen[i].key)
+    }
 }
 
 /// The median of `compiles`' durations; on the stack (the window is at
@@ -139,6 +200,54 @@ mod tests {
         // Older than everything kept in a full record: not kept.
         assert!(!r.record(compile(5, 9), 3));
         assert_eq!(r.compiles().len(), 3);
+    }
+
+    #[test]
+    fn keys_keep_the_newest_two_and_look_strictly_back() {
+        let k = |n: u64| CasKey {
+            file_hash: n,
+            dep_hash: 0,
+            macro_state_hash: 0,
+        };
+        let mut r = TargetRecord::default();
+        assert!(r.record_seen(Seen {
+            build: key(20),
+            key: k(2)
+        }));
+        assert!(r.record_seen(Seen {
+            build: key(10),
+            key: k(1)
+        }));
+        assert!(
+            !r.record_seen(Seen {
+                build: key(10),
+                key: k(1)
+            }),
+            "idempotent"
+        );
+        assert!(r.record_seen(Seen {
+            build: key(30),
+            key: k(3)
+        }));
+        assert_eq!(r.seen().len(), 2);
+        assert!(
+            !r.record_seen(Seen {
+                build: key(5),
+                key: k(9)
+            }),
+            "older than both"
+        );
+        assert_eq!(r.key_before(key(30)), Some(k(2)));
+        assert_eq!(r.key_before(key(31)), Some(k(3)));
+        assert_eq!(r.key_before(key(20)), None, "forgotten");
+        assert!(
+            r.record_seen(Seen {
+                build: key(30),
+                key: k(7)
+            }),
+            "replaced"
+        );
+        assert_eq!(r.key_before(key(99)), Some(k(7)));
     }
 
     #[test]

@@ -63,7 +63,12 @@ fn a_compile_then_hits_give_the_time_saved() {
     );
     let f1 = run(&h, &b1, "b1");
     assert_eq!(f1.summary().time_saved_s, None, "nothing to compare with yet");
-    assert!(b1.rule_ids().into_iter().all(|id| f1.rule(id).is_none()));
+    // Only the rebuild reason: these targets are not CAS names.
+    for id in b1.rule_ids() {
+        let r = f1.rule(id).unwrap();
+        assert_eq!((r.time_saved_s, r.duration_delta_s), (None, None));
+        assert_eq!(r.rebuild.unwrap().reason, crate::rebuild::RebuildReason::NotCas);
+    }
 
     let b2 = build(
         2,
@@ -115,7 +120,11 @@ fn compiles_get_the_delta_from_the_median_of_the_last_k() {
     );
     let f = run(&h, &b, "b9");
     close(f.rule(rule_named(&b, "x.o")).unwrap().duration_delta_s, 1.5);
-    assert!(f.rule(rule_named(&b, "new.o")).is_none(), "no earlier compile");
+    assert_eq!(
+        f.rule(rule_named(&b, "new.o")).unwrap().duration_delta_s,
+        None,
+        "no earlier compile"
+    );
     assert_eq!(f.summary().top_regressions, ["compile.s/x.o"]);
     assert_eq!(f.summary().time_saved_s, None);
     // One earlier compile (9 s), then two (9 s, 1 s: an even count, the
@@ -273,6 +282,150 @@ fn targets_are_per_host_and_variant_and_only_anchored_rules_count() {
         .summary()
         .time_saved_s
         .is_some());
+}
+
+/// A CAS object of source `src` (`/s/<src>.cpp`) with the three hashes.
+fn cas_compile(src: &str, file: u64, dep: u64, flags: u64, layer: &str) -> Value {
+    let target = format!("/p/cas-objdir/v/0d/{src}_{file:012x}_{dep:014x}_{flags:016x}.o");
+    json!({"name": format!("{src}.cpp"), "rule_type": "compile", "target": target,
+           "source": format!("/s/{src}.cpp"), "start_s": 101.0, "end_s": 102.0,
+           "metadata": {"cas.hit": layer == "cas", "ct.rule.cache_layer": layer}})
+}
+
+fn reason_of(f: &HistoryFacts, b: &Build, name: &str) -> (String, Vec<&'static str>, bool) {
+    let r = f
+        .rule(rule_named(b, name))
+        .and_then(|r| r.rebuild)
+        .expect("a rebuild reason");
+    (
+        r.reason.as_str().to_owned(),
+        r.changed.names().to_vec(),
+        r.ccache_served,
+    )
+}
+
+#[test]
+fn rebuild_reasons_follow_the_key_of_the_previous_compile() {
+    let h = History::new(HistoryConfig::default());
+    let b1 = build(
+        1,
+        vec![
+            cas_compile("a", 1, 1, 1, "compiled"),
+            cas_compile("b", 2, 2, 2, "compiled"),
+        ],
+    );
+    let f1 = run(&h, &b1, "b1");
+    assert_eq!(reason_of(&f1, &b1, "a.cpp").0, "new");
+    assert_eq!(f1.summary().rebuilds, [2, 0, 0, 0, 0, 0]);
+    // a: headers and flags changed (headers first); b: same key again.
+    let b2 = build(
+        2,
+        vec![
+            cas_compile("a", 1, 9, 9, "compiled"),
+            cas_compile("b", 2, 2, 2, "other"),
+        ],
+    );
+    let f2 = run(&h, &b2, "b2");
+    assert_eq!(
+        reason_of(&f2, &b2, "a.cpp"),
+        ("headers_changed".into(), vec!["headers", "flags"], false)
+    );
+    assert_eq!(reason_of(&f2, &b2, "b.cpp"), ("evicted".into(), vec![], false));
+    assert_eq!(f2.summary().rebuilds, [0, 0, 1, 0, 1, 0]);
+    // A ccache hit is a CAS miss, not a recompile; a CAS hit has no reason
+    // but its key counts as seen.
+    let b3 = build(
+        3,
+        vec![
+            cas_compile("a", 5, 9, 9, "ccache"),
+            cas_compile("b", 2, 2, 7, "cas"),
+        ],
+    );
+    let f3 = run(&h, &b3, "b3");
+    assert_eq!(
+        reason_of(&f3, &b3, "a.cpp"),
+        ("source_changed".into(), vec!["source"], true)
+    );
+    assert!(f3
+        .rule(rule_named(&b3, "b.cpp"))
+        .and_then(|r| r.rebuild)
+        .is_none());
+    assert_eq!((f3.summary().rebuilds, f3.summary().ccache_served), ([0; 6], 1));
+    let b4 = build(4, vec![cas_compile("b", 2, 2, 7, "compiled")]);
+    assert_eq!(reason_of(&run(&h, &b4, "b4"), &b4, "b.cpp").0, "evicted");
+    // The key a build saw stays visible to it on a re-read.
+    assert_eq!(
+        reason_of(&evaluate_only(&h, &b4, "b4"), &b4, "b.cpp").0,
+        "evicted"
+    );
+    // Saved and restored: the same reasons.
+    let restored = History::new(HistoryConfig::default());
+    restored.restore(&h.save()).unwrap();
+    assert_eq!(evaluate_only(&restored, &b4, "b4"), evaluate_only(&h, &b4, "b4"));
+}
+
+#[test]
+fn the_previous_build_is_compared_and_kept_per_pipeline() {
+    let h = History::new(HistoryConfig::default());
+    let origin = |b: &Build, n: u8, pipeline: &'static str| {
+        let clock = Clock::for_build(b).unwrap();
+        (
+            clock,
+            BuildOrigin {
+                host: "host",
+                pipeline,
+                key: BuildKey::new(clock.root_interval().0, &[n; 16]),
+                trace_id: [n; 16],
+            },
+        )
+    };
+    let step = |b: &Build, n: u8, pipeline: &'static str, path: i64| {
+        let (clock, o) = origin(b, n, pipeline);
+        let id = format!("{pipeline}{n}");
+        let mut f = h.evaluate_build(b, &clock, &o, &id);
+        h.finish(
+            &id,
+            10_000_000_000 + i64::from(n),
+            Some((path, u64::from(n))),
+            &mut f,
+        );
+        h.commit(&id);
+        f.summary().comparison
+    };
+    let b1 = build(
+        1,
+        vec![
+            cas_compile("a", 1, 1, 1, "compiled"),
+            cas_compile("b", 1, 1, 1, "compiled"),
+        ],
+    );
+    assert_eq!(step(&b1, 1, "geom", 4_000_000_000), None, "the first build");
+    let b2 = build(
+        2,
+        vec![
+            cas_compile("a", 2, 1, 1, "compiled"),
+            cas_compile("c", 1, 1, 1, "compiled"),
+        ],
+    );
+    let c = step(&b2, 2, "geom", 3_000_000_000).unwrap();
+    assert_eq!(c.previous_trace_id, [1; 16]);
+    assert_eq!((c.rules_added, c.rules_removed), (1, 1));
+    assert!((c.duration_delta_s - 1e-9).abs() < 1e-15);
+    assert_eq!(c.critical_path_delta_s, Some(-1.0));
+    assert_eq!(c.critical_path_changed, Some(true));
+    // Another pipeline on the same host and variant has its own previous.
+    assert_eq!(step(&b2, 3, "other", 1), None);
+    // Read again after its commit: still compared with build 1.
+    let (clock, o) = origin(&b2, 2, "geom");
+    let mut again = h.evaluate_build(&b2, &clock, &o, "geom2");
+    h.finish("geom2", 10_000_000_002, Some((3_000_000_000, 2)), &mut again);
+    assert_eq!(again.summary().comparison, Some(c));
+    // And after a restart from the saved bytes.
+    let restored = History::new(HistoryConfig::default());
+    restored.restore(&h.save()).unwrap();
+    let mut after = restored.evaluate_build(&b2, &clock, &o, "geom2");
+    restored.finish("geom2", 10_000_000_002, Some((3_000_000_000, 2)), &mut after);
+    assert_eq!(after, again);
 }
 
 mod properties {

@@ -50,11 +50,14 @@ pub fn analytics_root_attributes(analytics: &BuildAnalytics, max_attribute_len: 
     a.finish().0
 }
 
-/// A rule attribute's value: a number of seconds or a flag.
+/// A rule attribute's value: a number of seconds, a flag, or one of a
+/// fixed set of names (the rebuild reasons).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RuleValue {
     Double(f64),
     Bool(bool),
+    Str(&'static str),
+    Strs(&'static [&'static str]),
 }
 
 /// A rule span's analytics attributes, the compile history's after them,

@@ -133,6 +133,7 @@ mod tests {
             slower_hits: 1,
             saved_by_layer: vec![(CacheLayer::Cas, -0.5), (CacheLayer::Ccache, 3.5)],
             top_regressions: vec!["compile.x.o".into()],
+            ..HistorySummary::default()
         }
     }
 
@@ -152,6 +153,7 @@ mod tests {
         let h = RuleHistory {
             time_saved_s: None,
             duration_delta_s: Some(1.5),
+            rebuild: None,
         };
         let kv: Vec<_> = crate::otlp::analytics::rule_attributes(None, Some(h)).collect();
         assert_eq!(

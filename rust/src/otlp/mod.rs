@@ -18,6 +18,7 @@ pub mod history;
 pub mod logs;
 pub mod metrics;
 pub mod outcome;
+pub mod rebuild;
 pub mod resource;
 pub mod root;
 pub mod scope;

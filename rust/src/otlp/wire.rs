@@ -26,6 +26,8 @@ pub(crate) enum WireValue<'b> {
     StrArray(StrArray<'b>),
     /// A span id, written as the string of its 16 lowercase hex digits.
     HexId([u8; 8]),
+    /// An array of names fixed at compile time (`ct.rule.rebuild_changed`).
+    StaticStrs(&'static [&'static str]),
 }
 
 impl<'b> WireValue<'b> {
@@ -141,6 +143,10 @@ fn array_len(v: &WireValue, max: usize) -> usize {
             .iter()
             .map(|s| element(delimited_len(ANY_STRING, truncate(s, max).len())))
             .sum(),
+        WireValue::StaticStrs(a) => a
+            .iter()
+            .map(|s| element(delimited_len(ANY_STRING, truncate(s, max).len())))
+            .sum(),
         _ => 0,
     }
 }
@@ -175,6 +181,13 @@ fn put_any_value(v: &WireValue, max: usize, out: &mut Vec<u8>) {
                     }
                 }
                 WireValue::StrArray(a) => {
+                    for s in a.iter() {
+                        let s = truncate(s, max);
+                        element(delimited_len(ANY_STRING, s.len()), out);
+                        put_bytes(ANY_STRING, s.as_bytes(), out);
+                    }
+                }
+                WireValue::StaticStrs(a) => {
                     for s in a.iter() {
                         let s = truncate(s, max);
                         element(delimited_len(ANY_STRING, s.len()), out);

@@ -51,6 +51,7 @@ use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
 use prost::Message;
 
 use crate::otlp::history::history_root_attributes;
+use crate::otlp::rebuild::rebuild_root_attributes;
 use crate::otlp::semconv;
 use crate::otlp::trace::{encode_planned_into, TracePlan};
 use crate::otlp::{
@@ -372,12 +373,12 @@ impl Analysis<'_> {
             wanted,
             clang,
         } = *self;
-        let history = history.map(|h| {
+        let facts = history.map(|h| {
             history::evaluate(
                 h,
                 build,
                 &id.clock,
-                &req.host_name,
+                (&req.host_name, &req.pipeline_name),
                 &id.trace_id,
                 &req.invocation_dir,
             )
@@ -397,7 +398,16 @@ impl Analysis<'_> {
         } else {
             analytics::BuildAnalytics::default()
         };
-        let analytics = analytics.with_history(history);
+        // The comparison with the previous build needs this build's
+        // critical path (rebuild reasons, docs/rebuilds.md).
+        let facts = match (history, facts) {
+            (Some(h), Some(mut facts)) => {
+                history::finish(h, &mut facts, build, &id.clock, &analytics, &req.invocation_dir);
+                Some(facts)
+            }
+            (_, facts) => facts,
+        };
+        let analytics = analytics.with_history(facts);
         let ccache_metrics = wanted.metrics && ccache.is_some();
         if ccache_metrics || wanted.build_metrics {
             let log = ccache.filter(|_| wanted.metrics);
@@ -409,6 +419,14 @@ impl Analysis<'_> {
         }
         if let Some(facts) = analytics.history().filter(|_| wanted.metrics) {
             output.summary.metric_points += append_time_saved(req, &mut output.metrics, facts, id);
+            output.summary.metric_points += history::append_rebuilds(
+                &mut output.metrics,
+                facts,
+                metric_series(req, id),
+                (&build.variant, &req.pipeline_name),
+                (id.start, id.end),
+                req.limits.max_attribute_len,
+            );
         }
         Ok(analytics)
     }
@@ -569,6 +587,7 @@ fn trace_root_attributes(
     root_attributes.extend(analytics_root_attributes(analytics, max_attribute_len));
     if let Some(h) = analytics.history() {
         root_attributes.extend(history_root_attributes(h.summary(), max_attribute_len));
+        root_attributes.extend(rebuild_root_attributes(h.summary(), max_attribute_len));
     }
     root_attributes.extend(semconv::root_attributes(build, max_attribute_len));
     root_attributes

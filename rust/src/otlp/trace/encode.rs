@@ -165,6 +165,7 @@ const SPAN_START: u32 = 7;
 const SPAN_END: u32 = 8;
 const SPAN_ATTRIBUTES: u32 = 9;
 const SPAN_DROPPED_ATTRIBUTES_COUNT: u32 = 10;
+const SPAN_LINKS: u32 = 13;
 const SPAN_STATUS: u32 = 15;
 const SPAN_FLAGS_FIELD: u32 = 16;
 
@@ -233,6 +234,9 @@ impl<'x> SpanEncoder<'x> {
         self.times(start, end, out);
         for kv in self.root_attributes {
             message::encode(SPAN_ATTRIBUTES, kv, out);
+        }
+        for link in crate::otlp::rebuild::root_links(self.analytics) {
+            message::encode(SPAN_LINKS, &link, out);
         }
         self.status(self.outcomes.root_failure(), out);
         wire::put_fixed32(SPAN_FLAGS_FIELD, SPAN_FLAGS, out);
@@ -379,6 +383,8 @@ impl<'x> SpanEncoder<'x> {
             let v = match value {
                 RuleValue::Double(v) => WireValue::Double(v),
                 RuleValue::Bool(v) => WireValue::Bool(v),
+                RuleValue::Str(v) => WireValue::Str(v),
+                RuleValue::Strs(v) => WireValue::StaticStrs(v),
             };
             builtin(attrs, key, v);
         }

@@ -44,6 +44,7 @@ pub(crate) use plan::TracePlan;
 pub use reference::{build_trace_request, build_trace_request_with};
 
 use super::analytics::{rule_attributes, RuleValue};
+use super::rebuild::rule_rebuild_attributes;
 use crate::analytics::BuildAnalytics;
 use crate::timetrace::BuildTraces;
 use crate::timing::naming::ROOT_SPAN_NAME;
@@ -102,15 +103,16 @@ pub(super) fn root_name_and_kind(input: &TraceInput) -> (std::borrow::Cow<'stati
     }
 }
 
-/// A rule's analytics and history attributes ([`rule_attributes`]), as
-/// every encoder writes them.
+/// A rule's analytics and history attributes ([`rule_attributes`]), then
+/// its rebuild reason ([`rule_rebuild_attributes`]), as every encoder
+/// writes them.
 pub(super) fn rule_analytics(
     analytics: Option<&BuildAnalytics>,
     id: EventId,
 ) -> impl Iterator<Item = (&'static str, RuleValue)> {
     let facts = analytics.and_then(|an| an.rule(id));
     let history = analytics.and_then(|an| an.history()?.rule(id));
-    rule_attributes(facts, history)
+    rule_attributes(facts, history).chain(rule_rebuild_attributes(history.and_then(|h| h.rebuild)))
 }
 
 /// A time of the clock as a span's Unix nanoseconds (a negative one, which

@@ -99,8 +99,10 @@ fn walk(input: &TraceInput, sink: &mut dyn FnMut(&Span), warnings: &mut Warnings
     s.dropped_attributes_count = 0;
     s.kind = root_kind as i32;
     s.status = root_status;
+    s.links = crate::otlp::rebuild::root_links(input.analytics);
     w.emit();
     w.scratch.kind = SpanKind::Internal as i32;
+    w.scratch.links.clear();
     for child in input.build.children() {
         w.visit(child, root_id);
     }
@@ -217,6 +219,8 @@ impl SpanWriter<'_> {
             match value {
                 RuleValue::Double(v) => a.double(key, v),
                 RuleValue::Bool(v) => a.bool(key, v),
+                RuleValue::Str(v) => a.string(key, v),
+                RuleValue::Strs(v) => a.strings(key, v.iter().copied()),
             }
         }
         semconv::push_rule_attributes(&mut a, event, span_id, &self.outcomes);

@@ -541,3 +541,64 @@ fn clang_child_spans_encode_alike_in_every_encoder() {
         }
     }
 }
+
+/// The rebuild attributes (a string, a static string array) and the root's
+/// link to the previous build: the same bytes from both encoders, the link
+/// on the root only.
+#[test]
+fn rebuild_attributes_and_the_previous_build_link_equal_prost_encoding() {
+    use crate::history::{BuildKey, BuildOrigin, History, HistoryConfig};
+    let cas_build = |hh: u32, dep: &str| {
+        let rule = |i: usize| {
+            json!({
+                "name": format!("r{i}.cpp"), "rule_type": "compile",
+                "target": format!("/c/0d/r{i}_0d99ae76451a_{dep}_d85fc71f180bdf74.o"),
+                "source": format!("/s/r{i}.cpp"), "start_s": 101.0, "end_s": 102.0,
+                "metadata": {"cas.hit": false},
+            })
+        };
+        parse_for_test(
+            &json!({"timestamp": format!("2026-11-30T{hh:02}:43:45+00:00"), "start_s": 100.0, "total_elapsed_s": 10.0,
+                    "phases": [{"name": "build_execution", "start_s": 100.5, "end_s": 109.0,
+                                "rules": (0..3).map(rule).collect::<Vec<_>>()}]})
+            .to_string(),
+        )
+    };
+    let history = History::new(HistoryConfig::default());
+    let facts_of = |build: &Build, n: u8| {
+        let clock = Clock::for_build(build).unwrap();
+        let origin = BuildOrigin {
+            host: "h",
+            pipeline: "p",
+            key: BuildKey::new(clock.root_interval().0, &[n; 16]),
+            trace_id: [n; 16],
+        };
+        let id = format!("b{n}");
+        let mut facts = history.evaluate_build(build, &clock, &origin, &id);
+        history.finish(&id, 1, None, &mut facts);
+        history.commit(&id);
+        facts
+    };
+    facts_of(&cas_build(1, "0af5b42cc55ffb"), 1);
+    let build = cas_build(2, "1af5b42cc55ffb");
+    let clock = Clock::for_build(&build).unwrap();
+    let analytics = crate::analytics::analyze(&build, &clock).with_history(Some(facts_of(&build, 2)));
+    let make = || TraceInput {
+        analytics: Some(&analytics),
+        ..input(&build, &clock, Resource::default())
+    };
+    let (request, _) = build_trace_request(make(), &mut Warnings::new());
+    let (bytes, _) = encode_trace_request(make(), 1 << 16, &mut Warnings::new());
+    assert_eq!(bytes, request.encode_to_vec());
+    let spans = &request.resource_spans[0].scope_spans[0].spans;
+    assert_eq!(spans[0].links.len(), 1);
+    assert_eq!(spans[0].links[0].trace_id, [1; 16]);
+    assert_eq!(spans[0].links[0].span_id, crate::ids::span_id(&[1; 16], &[]));
+    assert!(spans[1..].iter().all(|s| s.links.is_empty()));
+    let reasons: Vec<&KeyValue> = spans
+        .iter()
+        .flat_map(|s| &s.attributes)
+        .filter(|kv| kv.key == "ct.rule.rebuild_reason")
+        .collect();
+    assert_eq!(reasons.len(), 3);
+}
