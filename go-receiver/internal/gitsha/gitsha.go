@@ -6,12 +6,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 )
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`) // SHA-1 or SHA-256 object names
@@ -26,89 +24,56 @@ const maxRefDepth = 5
 // a `.git` file); git's own are well under 1 KiB.
 const maxSmallFile = 64 << 10
 
-// Every file is read through regularfile, which refuses FIFOs and devices
-// without waiting: the repository belongs to whoever runs the builds, and
-// one FIFO where HEAD should be would otherwise block the poll forever.
-func readSmall(path string) ([]byte, error) { return regularfile.ReadFile(path, maxSmallFile) }
+// Every file is read relative to a directory handle of the repository
+// (walk.go), never by path, and never through a link; a FIFO or device is
+// refused without waiting: one FIFO where HEAD should be would otherwise
+// block the poll forever.
 
 // Head returns the commit of HEAD of the repository containing start,
 // searching start and its parents for `.git` (a directory, or a file with
 // `gitdir:` as in worktrees and submodules).
 func Head(start string) (string, error) {
-	gitDir, err := findGitDir(start)
+	found, err := findDotGit(start)
 	if err != nil {
 		return "", err
 	}
-	return resolve(gitDir, commonDirOf(gitDir), "HEAD", 0)
-}
-
-// commonDirOf returns the directory of the shared refs and config: a
-// worktree's gitdir names it in `commondir`.
-func commonDirOf(gitDir string) string {
-	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
-		c := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(gitDir, c)
-		}
-		return c
-	}
-	return gitDir
-}
-
-// findGitDir returns the git directory of the repository above start: the
-// nearest `.git` itself, or where a `.git` file's `gitdir:` line points.
-func findGitDir(start string) (string, error) {
-	candidate, err := findDotGit(start)
+	defer found.Close()
+	dirs, err := openGitDirs(found)
 	if err != nil {
 		return "", err
 	}
-	st, err := os.Stat(candidate)
-	if err != nil {
-		return "", err
-	}
-	if st.IsDir() {
-		return candidate, nil
-	}
-	b, err := readSmall(candidate)
-	if err != nil {
-		return "", err
-	}
-	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if !ok {
-		return "", fmt.Errorf("%s: not a gitdir file", candidate)
-	}
-	target = strings.TrimSpace(target)
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(candidate), target)
-	}
-	return target, nil
+	defer dirs.Close()
+	return resolve(dirs, "HEAD", 0)
 }
 
 // resolve follows ref (HEAD or refs/…) to an object name. Per-worktree refs
-// (HEAD) live in gitDir, shared ones in commonDir.
-func resolve(gitDir, commonDir, ref string, depth int) (string, error) {
+// (HEAD) live in the git directory, shared ones in the common one.
+func resolve(dirs gitDirs, ref string, depth int) (string, error) {
 	if depth > maxRefDepth {
 		return "", fmt.Errorf("symbolic ref chain too long at %s", ref)
 	}
-	for _, base := range []string{gitDir, commonDir} {
-		b, err := readSmall(filepath.Join(base, filepath.FromSlash(ref)))
+	for _, base := range []*dirfd.Dir{dirs.git, dirs.common} {
+		b, err := readSmallAt(base, ref)
 		if err != nil {
+			if errors.Is(err, errBadRefName) {
+				return "", err
+			}
 			continue
 		}
 		content := strings.TrimSpace(string(b))
 		if target, ok := strings.CutPrefix(content, "ref:"); ok {
-			return resolve(gitDir, commonDir, strings.TrimSpace(target), depth+1)
+			return resolve(dirs, strings.TrimSpace(target), depth+1)
 		}
 		if fullSHA.MatchString(content) {
 			return content, nil
 		}
 		return "", fmt.Errorf("%s: unexpected content", ref)
 	}
-	return packedRef(commonDir, ref)
+	return packedRef(dirs.common, ref)
 }
 
-func packedRef(commonDir, ref string) (string, error) {
-	f, _, err := regularfile.Open(filepath.Join(commonDir, "packed-refs"))
+func packedRef(common *dirfd.Dir, ref string) (string, error) {
+	f, _, err := common.OpenFile("packed-refs")
 	if err != nil {
 		return "", fmt.Errorf("ref %s not found", ref)
 	}

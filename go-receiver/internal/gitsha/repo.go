@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 )
 
 // Ref types of `vcs.ref.head.type`.
@@ -36,30 +36,32 @@ type Repo struct {
 
 // WorkTree returns the root of the git work tree containing start.
 func WorkTree(start string) (string, error) {
-	gitPath, err := findDotGit(start)
+	found, err := findDotGit(start)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Dir(gitPath), nil
+	found.Close()
+	return found.name, nil
 }
 
 // Inspect reads HEAD, the ref it names and the origin remote of the
 // repository containing start, without running git.
 func Inspect(start string) (Repo, error) {
-	gitPath, err := findDotGit(start)
+	found, err := findDotGit(start)
 	if err != nil {
 		return Repo{}, err
 	}
-	gitDir, err := findGitDir(start)
+	defer found.Close()
+	dirs, err := openGitDirs(found)
 	if err != nil {
 		return Repo{}, err
 	}
-	commonDir := commonDirOf(gitDir)
-	r := Repo{WorkTree: filepath.Dir(gitPath)}
-	if sha, err := resolve(gitDir, commonDir, "HEAD", 0); err == nil {
+	defer dirs.Close()
+	r := Repo{WorkTree: found.name}
+	if sha, err := resolve(dirs, "HEAD", 0); err == nil {
 		r.Head = sha
 	}
-	if b, err := readSmall(filepath.Join(gitDir, "HEAD")); err == nil {
+	if b, err := readSmallAt(dirs.git, "HEAD"); err == nil {
 		if target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref:"); ok {
 			target = strings.TrimSpace(target)
 			if name, ok := strings.CutPrefix(target, "refs/heads/"); ok {
@@ -69,34 +71,15 @@ func Inspect(start string) (Repo, error) {
 			}
 		}
 	}
-	r.OriginURL = CanonicalURL(originURL(filepath.Join(commonDir, "config")))
+	r.OriginURL = CanonicalURL(originURL(dirs.common))
 	r.Provider = ProviderOf(r.OriginURL)
 	return r, nil
 }
 
-// findDotGit returns the `.git` entry (directory or gitdir file) nearest
-// above start.
-func findDotGit(start string) (string, error) {
-	dir, err := filepath.Abs(start)
-	if err != nil {
-		return "", err
-	}
-	for {
-		candidate := filepath.Join(dir, ".git")
-		if _, err := os.Stat(candidate); err == nil {
-			return candidate, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", ErrNoRepository
-		}
-		dir = parent
-	}
-}
-
-// originURL reads `url` of `[remote "origin"]` from a git config file.
-func originURL(configPath string) string {
-	b, err := readSmall(configPath)
+// originURL reads `url` of `[remote "origin"]` from the common directory's
+// config file.
+func originURL(common *dirfd.Dir) string {
+	b, err := readSmallAt(common, "config")
 	if err != nil {
 		return ""
 	}

@@ -4,6 +4,8 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use rustix::fs::FileType;
+
 use super::buckets::{BucketTable, Totals};
 use super::manifest::{read_key, Fallback, ManifestKey};
 use super::names::is_hex_name;
@@ -44,7 +46,7 @@ fn dir_size(scan: &mut Scan, dir: &Path) -> Result<u64, Error> {
     for_each_entry(scan, dir, |scan, entry| {
         // Python's `is_file(follow_symlinks=False)` is False when lstat
         // fails, so such an entry is silently not a file.
-        if entry.file_type().is_ok_and(|t| t.is_file()) {
+        if entry.file_type().is_ok_and(|t| t == FileType::RegularFile) {
             match entry.metadata() {
                 Ok(m) => total = total.saturating_add(m.len()),
                 Err(e) => scan.note(

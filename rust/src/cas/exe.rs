@@ -7,8 +7,10 @@ use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+use rustix::fs::FileType;
+
 use super::buckets::{BucketTable, Totals};
-use super::manifest::{read_key, Fallback, ManifestKey};
+use super::manifest::{read_key_at, Fallback, ManifestKey};
 use super::names::{is_hex_name, split_exe_name, ExeSuffix};
 use super::parallel::scan_members;
 use super::scan::{for_each_entry, members, Scan};
@@ -31,8 +33,8 @@ pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
             // Only regular files: symlinks are ignored whatever they point
             // at (parity: `is_file(follow_symlinks=False)`).
             match entry.file_type() {
-                Ok(t) if t.is_file() => {}
-                Ok(t) if t.is_symlink() => {
+                Ok(FileType::RegularFile) => {}
+                Ok(FileType::Symlink) => {
                     scan.note(AnomalyKind::ExeSymlinkIgnored, &entry.path(), "symlink ignored");
                     return Ok(());
                 }
@@ -50,7 +52,13 @@ pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
                 }
             };
             let manifest = manifest_path(&entry.path());
-            let source = match read_key(&manifest, KEY_FIELD, scan.limits.max_manifest_bytes) {
+            let manifest_name = manifest_path(Path::new(entry.file_name()));
+            let source = match read_key_at(
+                entry.dir(),
+                &manifest_name,
+                KEY_FIELD,
+                scan.limits.max_manifest_bytes,
+            ) {
                 ManifestKey::Key(key) => key,
                 ManifestKey::Unknown(fallback) => {
                     record(scan, &manifest, fallback);

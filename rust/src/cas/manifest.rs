@@ -21,11 +21,19 @@
 //! (`"\ud800"`) and nesting deeper than 128 levels, which `serde_json`
 //! rejects; such manifests get the unknown key here.
 //!
-//! Symlinked manifests are followed, as `open()` does; only the bucket key
-//! is taken from them, nothing of their content leaves the process.
+//! Symlinked manifests are not followed (`ct-cache-report` follows them):
+//! a manifest is opened relative to a handle of its own directory, itself
+//! opened without following a link, so a member directory (a command-hash
+//! directory, an exe shard) swapped for a link to another user's directory
+//! after it was listed redirects nothing (issue 22, defect 2). The cell
+//! above it is configuration.
 
+use std::fs::File;
 use std::io::{ErrorKind, Read};
+use std::os::fd::BorrowedFd;
 use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
 
 use serde_json::Value;
 
@@ -59,15 +67,34 @@ pub(crate) enum Fallback {
 
 /// Reads `path` and returns the bucket key held in `field`.
 pub(crate) fn read_key(path: &Path, field: &str, max_bytes: u64) -> ManifestKey {
-    match read_bounded(path, max_bytes).and_then(|bytes| key_of(&bytes, field)) {
+    key_from(crate::input::open_in_own_directory(path), field, max_bytes)
+}
+
+/// Reads the manifest `name` of the directory `dir` (an open handle, the
+/// one its sibling was listed through) and returns the bucket key held in
+/// `field`.
+pub(crate) fn read_key_at(dir: BorrowedFd<'_>, name: &Path, field: &str, max_bytes: u64) -> ManifestKey {
+    let opened = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map(File::from)
+    .map_err(|e| crate::input::explain_symlink(e.into()));
+    key_from(opened, field, max_bytes)
+}
+
+fn key_from(opened: std::io::Result<File>, field: &str, max_bytes: u64) -> ManifestKey {
+    match read_bounded(opened, max_bytes).and_then(|bytes| key_of(&bytes, field)) {
         Ok(key) => ManifestKey::Key(key),
         Err(fallback) => ManifestKey::Unknown(fallback),
     }
 }
 
 /// The file's bytes, at most `max_bytes` of them.
-fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Fallback> {
-    let mut file = match crate::input::open_without_blocking(path) {
+fn read_bounded(opened: std::io::Result<File>, max_bytes: u64) -> Result<Vec<u8>, Fallback> {
+    let mut file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(Fallback::Missing),
         // ct-cache-report follows it; reading a file outside the store that
@@ -241,6 +268,31 @@ mod tests {
         assert!(matches!(
             read_key(&p, "k", 100),
             ManifestKey::Unknown(Fallback::Invalid(_))
+        ));
+    }
+
+    /// A member directory swapped for a link to another user's directory
+    /// between its listing and the manifest's open: the manifest there is
+    /// not read.
+    #[test]
+    fn swapped_member_directory_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::fs::write(victim.join("manifest.json"), br#"{"k": "secret"}"#).unwrap();
+        let member = dir.path().join("0123456789abcdef");
+        std::os::unix::fs::symlink(&victim, &member).unwrap();
+        match read_key(&member.join("manifest.json"), "k", 100) {
+            ManifestKey::Unknown(Fallback::Skipped(why)) => assert!(why.contains("symbolic link"), "{why}"),
+            other => panic!("read through the link: {other:?}"),
+        }
+        // A symlinked manifest itself is not followed either.
+        let own = dir.path().join("own");
+        std::fs::create_dir(&own).unwrap();
+        std::os::unix::fs::symlink(victim.join("manifest.json"), own.join("manifest.json")).unwrap();
+        assert!(matches!(
+            read_key(&own.join("manifest.json"), "k", 100),
+            ManifestKey::Unknown(Fallback::Skipped(_))
         ));
     }
 

@@ -1,14 +1,15 @@
 //! The object store (formats.md §6.3): `<cell>/<2 hex>/<basename>_<12>_<14>_<16>.o`,
 //! bucket key (`file_hash`, `dep_hash`).
 
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use rustix::fs::FileType;
 
 use super::buckets::{BucketTable, Totals};
 use super::names::{is_hex_name, parse_object_name, ObjKey};
 use super::parallel::scan_members;
-use super::scan::{for_each_entry, members, Scan};
+use super::scan::{for_each_entry, members, Entry, Scan};
 use super::stats::AnomalyKind;
 use crate::Error;
 
@@ -47,9 +48,9 @@ pub(crate) fn scan_shard(
 /// `DirEntry.stat().st_size` as compiletools takes it: symlinks followed
 /// (a broken one is skipped), and whatever the name points at counts, a
 /// directory included. Both quirks are kept for parity and counted.
-fn entry_size(scan: &mut Scan, entry: &fs::DirEntry) -> Option<u64> {
+fn entry_size(scan: &mut Scan, entry: &Entry) -> Option<u64> {
     let is_symlink = match entry.file_type() {
-        Ok(t) => t.is_symlink(),
+        Ok(t) => t == FileType::Symlink,
         Err(e) => {
             scan.note(AnomalyKind::StatFailed, &entry.path(), e.to_string());
             return None;
@@ -58,7 +59,7 @@ fn entry_size(scan: &mut Scan, entry: &fs::DirEntry) -> Option<u64> {
     // For anything but a symlink lstat (relative to the open directory) is
     // stat; only symlinks need the path-based, following call.
     let meta = if is_symlink {
-        fs::metadata(entry.path())
+        entry.followed_metadata()
     } else {
         entry.metadata()
     };

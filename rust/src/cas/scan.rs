@@ -1,10 +1,14 @@
 //! State shared by the per-kind scanners: cancellation polling, anomaly
 //! bookkeeping, and the single-level directory listings of formats.md §6.2.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::stats::{Anomalies, AnomalyKind, CasWarning, ScanLimits};
 use crate::{CancelToken, Error};
@@ -153,29 +157,132 @@ pub(crate) fn members(scan: &mut Scan, cell: &Path, accept: fn(&[u8]) -> bool) -
 /// and an error in the middle of the listing ends it, keeping what was
 /// already visited. Both are counted as [`AnomalyKind::UnreadableDir`].
 /// Returns whether the directory could be opened.
+///
+/// The directory is opened without following a link (`O_NOFOLLOW |
+/// O_DIRECTORY`) and its entries are listed and `stat`ed relative to that
+/// handle: a member directory swapped for a link to another user's
+/// directory after the cell was listed is an unreadable directory, not a
+/// listing of the other one (issue 22, defect 2).
 pub(crate) fn for_each_entry(
     scan: &mut Scan,
     dir: &Path,
-    mut visit: impl FnMut(&mut Scan, fs::DirEntry) -> Result<(), Error>,
+    mut visit: impl FnMut(&mut Scan, Entry<'_>) -> Result<(), Error>,
 ) -> Result<bool, Error> {
-    let iter = match fs::read_dir(dir) {
-        Ok(iter) => iter,
+    let opened = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .and_then(|fd| rustix::fs::Dir::read_from(&fd).map(|listing| (fd, listing)));
+    let (fd, mut listing) = match opened {
+        Ok(pair) => pair,
         Err(e) => {
+            // Linux answers ENOTDIR or ELOOP for a link with these flags.
+            let e = if fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                crate::input::explain_symlink(io::Error::from_raw_os_error(libc::ELOOP))
+            } else {
+                e.into()
+            };
             scan.note(AnomalyKind::UnreadableDir, dir, e.to_string());
             return Ok(false);
         }
     };
-    for item in iter {
+    while let Some(item) = listing.read() {
         scan.tick()?;
         match item {
-            Ok(entry) => visit(scan, entry)?,
+            Ok(raw) => {
+                let name = raw.file_name().to_bytes();
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                let entry = Entry {
+                    dir: fd.as_fd(),
+                    dir_path: dir,
+                    name: OsStr::from_bytes(name).to_os_string(),
+                    listed_type: raw.file_type(),
+                };
+                visit(scan, entry)?;
+            }
             Err(e) => {
-                scan.note(AnomalyKind::UnreadableDir, dir, format!("listing stopped: {e}"));
+                scan.note(
+                    AnomalyKind::UnreadableDir,
+                    dir,
+                    format!("listing stopped: {}", io::Error::from(e)),
+                );
                 break;
             }
         }
     }
     Ok(true)
+}
+
+/// One entry of a directory listed by [`for_each_entry`]; its type and size
+/// are read relative to the listed directory's handle.
+pub(crate) struct Entry<'d> {
+    dir: BorrowedFd<'d>,
+    dir_path: &'d Path,
+    name: OsString,
+    listed_type: FileType,
+}
+
+impl Entry<'_> {
+    pub(crate) fn file_name(&self) -> &OsStr {
+        &self.name
+    }
+
+    /// The entry's path, for messages.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.dir_path.join(&self.name)
+    }
+
+    /// The listed directory's handle, for reading a sibling relative to it.
+    pub(crate) fn dir(&self) -> BorrowedFd<'_> {
+        self.dir
+    }
+
+    /// The entry's type, not following a link: the listing's when it
+    /// gives one, else `lstat`'s (as `DirEntry::file_type` does).
+    pub(crate) fn file_type(&self) -> io::Result<FileType> {
+        if self.listed_type != FileType::Unknown {
+            return Ok(self.listed_type);
+        }
+        self.metadata().map(|m| m.file_type)
+    }
+
+    /// `lstat` of the entry, relative to the listed directory.
+    pub(crate) fn metadata(&self) -> io::Result<EntryMeta> {
+        self.stat(AtFlags::SYMLINK_NOFOLLOW)
+    }
+
+    /// `stat` of the entry, following a link (for the obj parity, which
+    /// counts a symlinked object with its target's size).
+    pub(crate) fn followed_metadata(&self) -> io::Result<EntryMeta> {
+        self.stat(AtFlags::empty())
+    }
+
+    fn stat(&self, flags: AtFlags) -> io::Result<EntryMeta> {
+        let st = rustix::fs::statat(self.dir, self.name.as_os_str(), flags)?;
+        Ok(EntryMeta {
+            file_type: FileType::from_raw_mode(st.st_mode),
+            len: u64::try_from(st.st_size).unwrap_or(0),
+        })
+    }
+}
+
+/// What the scanners use of a `stat`.
+pub(crate) struct EntryMeta {
+    pub(crate) file_type: FileType,
+    len: u64,
+}
+
+impl EntryMeta {
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub(crate) fn is_dir(&self) -> bool {
+        self.file_type == FileType::Directory
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +299,58 @@ mod tests {
         cancel.cancel();
         let stopped = (0..CANCEL_EVERY).find(|_| scan.tick().is_err());
         assert!(stopped.is_some(), "not cancelled within {CANCEL_EVERY} ticks");
+    }
+
+    /// A listed directory's entries carry their names, types and sizes,
+    /// read relative to its handle; a directory swapped for a link to
+    /// another user's directory is not listed at all.
+    #[test]
+    fn listing_is_relative_to_a_handle_that_refuses_links() {
+        let root = tempfile::tempdir().unwrap();
+        let own = root.path().join("00");
+        fs::create_dir(&own).unwrap();
+        fs::write(own.join("a.o"), b"12345").unwrap();
+        std::os::unix::fs::symlink("a.o", own.join("b.o")).unwrap();
+        let cancel = CancelToken::new();
+        let mut scan = Scan::new(&cancel, ScanLimits::default());
+        let mut seen = Vec::new();
+        let listed = for_each_entry(&mut scan, &own, |_, entry| {
+            let meta = entry.metadata().unwrap();
+            seen.push((
+                entry.file_name().to_os_string(),
+                entry.file_type().unwrap(),
+                meta.len(),
+                entry.followed_metadata().unwrap().len(),
+                entry.path(),
+            ));
+            Ok(())
+        })
+        .unwrap();
+        assert!(listed);
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(seen.len(), 2);
+        assert_eq!((seen[0].1, seen[0].2, seen[0].3), (FileType::RegularFile, 5, 5));
+        assert_eq!(seen[0].4, own.join("a.o"));
+        assert_eq!((seen[1].1, seen[1].3), (FileType::Symlink, 5));
+
+        let victim = root.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        fs::write(victim.join("secret.o"), b"x").unwrap();
+        let swapped = root.path().join("01");
+        std::os::unix::fs::symlink(&victim, &swapped).unwrap();
+        let mut visited = 0;
+        let listed = for_each_entry(&mut scan, &swapped, |_, _| {
+            visited += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert!(!listed, "a symlinked directory was listed");
+        assert_eq!(visited, 0);
+        assert_eq!(scan.anomalies.unreadable_dirs, 1);
+        assert!(scan
+            .warnings
+            .iter()
+            .any(|w| w.path == swapped && w.detail.contains("symbolic link")));
     }
 
     #[test]
