@@ -150,7 +150,8 @@ def render(scenario, path):
     dash = dashboard.load()
     window = scenario.window()
     qs = dashboard.queries(dash)
-    height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in dashboard.panels(dash))
+    # One grid unit more than the panels take: the footer's line below them.
+    height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in dashboard.panels(dash)) + 1
     fig_w, fig_h = 16, height * UNIT_IN
     fig = plt.figure(figsize=(fig_w, fig_h), facecolor=BG)
     # Top level in dashboard order: rows (open ones) and their panels.
@@ -176,7 +177,7 @@ def render(scenario, path):
             _draw_bargauge(ax, scenario, panel, mine, window)
         else:
             _draw_timeseries(ax, scenario, panel, mine, window)
-    fig.text(0.995, 0.01, f"x axis: seconds since the test's start; {len(scenario.builds)} corpus builds; "
+    fig.text(0.995, 0.003, f"x axis: seconds since the test's start; {len(scenario.builds)} corpus builds on two hosts; "
              f"data: Prometheus (Debian 2.42) scraping otelcol-compiletools; drawn by "
              f"tests/prometheus/render_panels.py", color=TEXT, fontsize=8, ha="right")
     fig.savefig(path, dpi=72, facecolor=BG)

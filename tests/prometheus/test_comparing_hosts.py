@@ -143,7 +143,7 @@ def test_cas_store_waste_per_host(scenario):
     stores = scenario.cas_stores
     points = _exact(scenario, "CAS store waste per host", "A")
     assert _by(points, "host_name") == {(h,): s.wasted_bytes for h, s in stores.items()}, points
-    shares = _exact(scenario, "CAS store waste per host", "B")
+    shares = _exact(scenario, "CAS store waste share per host")
     assert _by(shares, "host_name") == pytest.approx(
         {(h,): s.wasted_bytes / s.total_bytes for h, s in stores.items()}, rel=1e-12)
     # sort_desc: the most wasting host first, by bytes and by share, which
