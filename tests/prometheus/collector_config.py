@@ -6,14 +6,35 @@ were handed over and which trace and span ids exemplars may point at.
 The compile history is on (ct.cache.time_saved) and builds are read one at
 a time, oldest first, so a cache hit always finds its target's earlier
 compile; a logs pipeline turns live builds on (ct.build.running,
-ct.live.compiles)."""
+ct.live.compiles).
+
+Two hosts, for the "Comparing hosts" row: one receiver per host, each with
+its own host_name, diagnostics tree and CAS store, in one collector, so
+their series come through one exporter and one scrape (every sample of a
+scrape has the same timestamp, which the exact-value test relies on). The
+exporter turns resource attributes into labels (host.name → host_name),
+as deploy/grafana/README.md recommends."""
 
 import json
+from dataclasses import dataclass, field
 
-from harness.collector import HOST_NAME, POLL_INTERVAL_S
+from harness.collector import POLL_INTERVAL_S
 
 PIPELINE_NAME = "corpus"
 LIVE_INTERVAL_S = 0.2
+CAS_INTERVAL_MS = 500
+
+
+@dataclass
+class Host:
+    """One receiver: `statslogs` are [(glob of invocation dirs, statslog
+    path)] for builds whose ccache statslog was written outside the
+    invocation directory; `cas_cells` [(kind, cell path)] it scans."""
+    name: str
+    receiver_id: str
+    diag: object
+    statslogs: list = field(default_factory=list)
+    cas_cells: list = field(default_factory=list)
 
 
 def _q(text):
@@ -21,17 +42,17 @@ def _q(text):
     return json.dumps(str(text))
 
 
-def render(diag, statslogs, sink_endpoint, prometheus_endpoint, health_port):
-    """`statslogs`: [(glob of invocation dirs, statslog path)] for builds
-    whose ccache statslog was written outside the invocation directory."""
+def _receiver(host):
     mappings = "".join(f"        - include: {_q(glob)}\n          path: {_q(path)}\n"
-                       for glob, path in statslogs)
+                       for glob, path in host.statslogs) or "        []\n"
+    stores = "".join(f"      - {{kind: {kind}, path: {_q(path)}}}\n" for kind, path in host.cas_cells)
+    cas = (f"    cas:\n      stores:\n{stores}      initial_delay: 0s\n"
+           f"      collection_interval: {CAS_INTERVAL_MS}ms\n") if host.cas_cells else ""
     return f"""\
-receivers:
-  compiletools:
-    include: [{_q(diag)}]
+  {host.receiver_id}:
+    include: [{_q(host.diag)}]
     poll_interval: {int(POLL_INTERVAL_S * 1000)}ms
-    host_name: {_q(HOST_NAME)}
+    host_name: {_q(host.name)}
     # A name of its own rather than the temporary directory's path, which
     # would end up in the picture.
     pipeline_name: {_q(PIPELINE_NAME)}
@@ -42,13 +63,23 @@ receivers:
       interval: {int(LIVE_INTERVAL_S * 1000)}ms
     capture:
       statslogs:
-{mappings}exporters:
+{mappings}{cas}"""
+
+
+def render(hosts, sink_endpoint, prometheus_endpoint, health_port):
+    receivers = "".join(_receiver(h) for h in hosts)
+    ids = ", ".join(h.receiver_id for h in hosts)
+    return f"""\
+receivers:
+{receivers}exporters:
   prometheus:
     endpoint: {_q(prometheus_endpoint)}
     # OpenMetrics is the exposition format that carries exemplars.
     enable_open_metrics: true
     # As deploy/grafana/README.md recommends.
     metric_expiration: 24h
+    resource_to_telemetry_conversion:
+      enabled: true
   otlp_http:
     endpoint: {_q(sink_endpoint)}
     timeout: 5s
@@ -66,12 +97,12 @@ service:
       level: none
   pipelines:
     traces:
-      receivers: [compiletools]
+      receivers: [{ids}]
       exporters: [otlp_http]
     metrics:
-      receivers: [compiletools]
+      receivers: [{ids}]
       exporters: [prometheus, otlp_http]
     logs:
-      receivers: [compiletools]
+      receivers: [{ids}]
       exporters: [otlp_http]
 """

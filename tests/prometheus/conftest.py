@@ -1,8 +1,9 @@
 """One scenario for the whole module: the collector (this repo's build) with
-the prometheus exporter, Debian's Prometheus scraping it every second, and
-two waves of corpus builds, so counters and histograms have grown between
-scrapes (increase() needs two samples of a series) and every dashboard
-query has something to show. The harness pieces come from tests/harness."""
+the prometheus exporter, two receivers (two hosts, hosts.py), Debian's
+Prometheus scraping it every second, and two waves of builds, so counters
+and histograms have grown between scrapes (increase() needs two samples of
+a series) and every dashboard query has something to show. The harness
+pieces come from tests/harness."""
 
 import datetime
 import json
@@ -19,21 +20,10 @@ from harness import collector as collector_mod
 from harness import diagdir, reference
 from harness.otlp_sink import OtlpSink
 
-from . import collector_config, prometheus_server
+from . import collector_config, hosts, prometheus_server
 
-# Shake cold (compiled), ccache hits, a CAS clone (CAS hits), a failed
-# compile, ninja and make: every backend and cache layer of the corpus with
-# rules, and a failure for the error panels.
-CASES = (
-    "01-geom-shake-cold",
-    "03-geom-shake-ccache-hit",
-    "04-geom-shake-shared-cas-clone",
-    "10-textkit-broken-shake-compile-error",
-    "12-geom-ninja-cold-native-flock",
-    "16-geom-make-cold-native-flock",
-)
+# The builds of each host: hosts.py.
 WAVES = 2
-WAVE_GAP_H = 1
 # As tests/e2e: after the collector is healthy, before builds are added.
 STARTUP_GRACE_S = max(1.0, 5 * collector_mod.POLL_INTERVAL_S)
 ARRIVAL_TIMEOUT_S = 60.0
@@ -55,6 +45,12 @@ class Scenario:
     builds: list = field(default_factory=list)
     earliest_build: float = float("inf")  # Unix s, the earliest build's end
     wave_traces: list = field(default_factory=list)  # per wave, the trace ids it added
+    cas_stores: dict = field(default_factory=dict)   # host -> hosts.CasStore
+    # Scrape timestamps (Unix s) of the first scrape after the first wave
+    # had arrived and of the last scrape: an increase() from the one to the
+    # other is exactly the later waves' (test_comparing_hosts).
+    first_wave_scraped: float = 0.0
+    last_scraped: float = 0.0
 
     def window(self):
         """A range covering the whole scenario, as PromQL duration."""
@@ -72,35 +68,27 @@ class Scenario:
         return {(span.trace_id.hex(), span.span_id.hex()) for _, span in self.sink.spans()}
 
 
-def _copy_for_wave(src, dest_parent, wave):
-    """A copy of a corpus invocation directory as a later build: wave 0 is
-    the corpus build itself; wave w ends WAVE_GAP_H hours later and its
-    directory has the wave in front of the PID, so it is a build of its own
-    (own trace id) that the receiver orders after the earlier ones."""
-    stamp, pid = src.name.split("-")
-    dest = dest_parent / (src.name if wave == 0 else f"{stamp}-{wave}{pid}")
-    shutil.copytree(src, dest)
-    if wave:
-        timing = dest / "timing.json"
-        text = timing.read_text()
-        old = json.loads(text)["timestamp"]
-        new = (datetime.datetime.fromisoformat(old)
-               + datetime.timedelta(hours=WAVE_GAP_H * wave)).isoformat()
-        field = f'"timestamp": "{old}"'
-        assert text.count(field) == 1, f"{timing}: no single {field}"
-        timing.write_text(text.replace(field, f'"timestamp": "{new}"'))
-    return dest
-
-
-def _add_wave(diag, wave):
-    """Adds the wave's builds; returns [(invocation dir name, end in Unix s)]."""
+def _add_wave(work, host_diags, wave):
+    """Adds the wave's builds of every host; returns [(invocation dir name,
+    end in Unix s)]."""
+    staged = [(host_diags[hosts.FIRST_HOST],
+               hosts.copy_for_wave(reference.invocation_dir(c), work / "src", wave)) for c in hosts.CASES]
+    staged += [(host_diags[hosts.SECOND_HOST],
+                hosts.copy_for_wave(reference.invocation_dir(c), work / "src2", wave)) for c in hosts.SECOND_CASES]
+    staged.append((host_diags[hosts.SECOND_HOST], hosts.stage_time_trace_build(work, wave)))
     added = []
-    for case in CASES:
-        staged = _copy_for_wave(reference.invocation_dir(case), diag.parent / "src", wave)
-        build = diagdir.add_build(diag, staged)
+    for diag, src in staged:
+        build = diagdir.add_build(diag, src)
         stamp = json.loads((build / "timing.json").read_text())["timestamp"]
         added.append((build.name, datetime.datetime.fromisoformat(stamp).timestamp()))
     return added
+
+
+def _last_scrape_time(prom):
+    """The timestamp of the exporter's latest scrape, as its samples carry it."""
+    result = prom.query("timestamp(up)")["result"]
+    assert len(result) == 1, f"one scrape target expected: {result}"
+    return float(result[0]["value"][1])
 
 
 def _statslog_halves(case):
@@ -200,30 +188,39 @@ def scenario(tmp_path_factory):
     except (prometheus_server.PrometheusMissing, collector_mod.CollectorMissing) as exc:
         pytest.fail(str(exc), pytrace=False)
     work = Path(os.path.realpath(tmp_path_factory.mktemp("prometheus")))
-    diag = work / "diag"
+    diag = work / "diag"          # the first host's, as before the second one came
+    host_diags = {hosts.FIRST_HOST: diag, hosts.SECOND_HOST: work / "diag2"}
+    host_diags[hosts.SECOND_HOST].mkdir(parents=True)
     diag.mkdir()
-    # The corpus builds ran with --ccache-statslog outside their directories.
-    statslogs = []
-    for case in CASES:
-        copy = work / "statslogs" / f"{case}.statslog"
-        copy.parent.mkdir(exist_ok=True)
-        shutil.copyfile(reference.case_dir(case) / "ccache.statslog", copy)
-        stamp = reference.invocation_dir(case).name.split("-")[0]
-        statslogs.append((str(diag / f"{stamp}-*"), str(copy)))
+    cas_stores = {h: hosts.write_cas_store(work / "cas", h) for h in host_diags}
+    host_cases = {hosts.FIRST_HOST: hosts.CASES, hosts.SECOND_HOST: hosts.SECOND_CASES}
+    receivers = []
+    for n, (host, hdiag) in enumerate(host_diags.items()):
+        # The corpus builds ran with --ccache-statslog outside their directories.
+        statslogs = []
+        for case in host_cases[host]:
+            copy = work / "statslogs" / host / f"{case}.statslog"
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(reference.case_dir(case) / "ccache.statslog", copy)
+            stamp = reference.invocation_dir(case).name.split("-")[0]
+            statslogs.append((str(hdiag / f"{stamp}-*"), str(copy)))
+        receivers.append(collector_config.Host(
+            host, "compiletools" if n == 0 else f"compiletools/host{n + 1}", hdiag, statslogs,
+            [("obj", cas_stores[host].cell)]))
 
     exporter_port = collector_mod.free_port()
     with OtlpSink() as sink:
         proc = collector_mod.Collector(col_bin, work / "collector", include=[diag],
                                        exporter_endpoint=sink.endpoint)
         proc.config_path.write_text(collector_config.render(
-            diag, statslogs, sink.endpoint, f"127.0.0.1:{exporter_port}", proc.health_port))
+            receivers, sink.endpoint, f"127.0.0.1:{exporter_port}", proc.health_port))
         proc.start()
         prom = prometheus_server.Prometheus(prom_bin, work / "prometheus", collector_mod.free_port(),
                                             f"127.0.0.1:{exporter_port}")
         try:
             prom.start()
             time.sleep(STARTUP_GRACE_S)
-            sc = Scenario(prom, sink, proc, start=time.time())
+            sc = Scenario(prom, sink, proc, start=time.time(), cas_stores=cas_stores)
             # The exporter must have been scraped once before the first wave
             # too: its series then start at the first wave's values.
             _wait_scraped(prom, sc.start)
@@ -233,20 +230,22 @@ def scenario(tmp_path_factory):
             # The uncacheable last block of a half waits for the next block.
             _wait_live_compiles(sink, first.count(b"\n#"), proc)
             for wave in range(WAVES):
-                added = _add_wave(diag, wave)
+                added = _add_wave(work, host_diags, wave)
                 sc.builds += [name for name, _ in added]
                 sc.earliest_build = min([sc.earliest_build] + [end for _, end in added])
                 _wait_delivered(sc, len(sc.builds), proc)
                 sc.wave_traces.append(sc.trace_ids() - set().union(*sc.wave_traces))
-                assert len(sc.wave_traces[-1]) == len(CASES), (
-                    f"wave {wave}: {len(sc.wave_traces[-1])} new traces for {len(CASES)} builds")
+                assert len(sc.wave_traces[-1]) == len(added), (
+                    f"wave {wave}: {len(sc.wave_traces[-1])} new traces for {len(added)} builds")
                 _wait_scraped(prom, time.time())
                 if wave == 0:
+                    sc.first_wave_scraped = _last_scrape_time(prom)
                     with open(running, "ab") as f:
                         f.write(rest)
                     _wait_live_compiles(sink, blocks - 1, proc)
                     _wait_scraped(prom, time.time())
             sc.end = time.time()
+            sc.last_scraped = _last_scrape_time(prom)
             yield sc
             picture = os.environ.get("CT_DASHBOARD_PICTURE")
             if picture:

@@ -46,7 +46,7 @@ def _scale(unit, v):
 
 
 def _unit_label(unit):
-    return {"s": "seconds", "percentunit": "%", "short": ""}.get(unit, "")
+    return {"s": "seconds", "percentunit": "%", "short": "", "bytes": "bytes"}.get(unit, "")
 
 
 def _draw_timeseries(ax, scenario, panel, queries, window):
@@ -98,6 +98,30 @@ def _draw_stat(ax, scenario, panel, queries, window):
                 transform=ax.transAxes)
 
 
+def _draw_bargauge(ax, scenario, panel, queries, window):
+    """Horizontal bars of each series' latest value, largest on top, as
+    Grafana's bar gauge shows an instant (here: the range's last) value."""
+    defaults = panel["fieldConfig"]["defaults"]
+    overrides = {o["matcher"]["options"]: o["properties"][0]["value"]
+                 for o in panel["fieldConfig"].get("overrides", [])
+                 if o["matcher"]["id"] == "byFrameRefID"}
+    bars = []
+    for q, target in queries:
+        unit = overrides.get(q.ref, defaults.get("unit", ""))
+        for labels, pts in _series(scenario, q, window):
+            bars.append((_scale(unit, pts[-1][1]), _legend(target.get("legendFormat"), labels), unit))
+    bars.sort(key=lambda b: b[0])
+    ys = range(len(bars))
+    ax.barh(ys, [b[0] for b in bars], color=[COLOURS[i % len(COLOURS)] for i in ys], alpha=0.8)
+    ax.set_yticks([])
+    for y, (value, name, unit) in zip(ys, bars):
+        # Inside the bar's row: tick labels would not fit left of the panel.
+        ax.text(0.01, y, f"{name}: {value:.4g}{' %' if unit == 'percentunit' else ''}",
+                transform=ax.get_yaxis_transform(), va="center", fontsize=6, color=TEXT)
+    ax.set_xlabel(_unit_label(defaults.get("unit", "")), color=TEXT, fontsize=7)
+    ax.grid(color=GRID, linewidth=0.6, axis="x")
+
+
 def _draw_pending(ax, queries, width_units):
     ax.axis("off")
     waiting = sorted({m for q, _ in queries for m in q.pending()})
@@ -126,7 +150,8 @@ def render(scenario, path):
     dash = dashboard.load()
     window = scenario.window()
     qs = dashboard.queries(dash)
-    height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in dashboard.panels(dash))
+    # One grid unit more than the panels take: the footer's line below them.
+    height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in dashboard.panels(dash)) + 1
     fig_w, fig_h = 16, height * UNIT_IN
     fig = plt.figure(figsize=(fig_w, fig_h), facecolor=BG)
     # Top level in dashboard order: rows (open ones) and their panels.
@@ -148,9 +173,11 @@ def render(scenario, path):
             _draw_pending(ax, mine, g["w"])
         elif panel["type"] == "stat":
             _draw_stat(ax, scenario, panel, mine, window)
+        elif panel["type"] == "bargauge":
+            _draw_bargauge(ax, scenario, panel, mine, window)
         else:
             _draw_timeseries(ax, scenario, panel, mine, window)
-    fig.text(0.995, 0.01, f"x axis: seconds since the test's start; {len(scenario.builds)} corpus builds; "
+    fig.text(0.995, 0.003, f"x axis: seconds since the test's start; {len(scenario.builds)} corpus builds on two hosts; "
              f"data: Prometheus (Debian 2.42) scraping otelcol-compiletools; drawn by "
              f"tests/prometheus/render_panels.py", color=TEXT, fontsize=8, ha="right")
     fig.savefig(path, dpi=72, facecolor=BG)
