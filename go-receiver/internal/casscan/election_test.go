@@ -1,0 +1,164 @@
+package casscan
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumertest"
+)
+
+// storeIDs are the ct.cas.store.id values of the snapshots in sink, by
+// ct.variant.
+func storeIDs(t *testing.T, sink *consumertest.MetricsSink) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, md := range sink.AllMetrics() {
+		for i := range md.ResourceMetrics().Len() {
+			res := md.ResourceMetrics().At(i).Resource().Attributes()
+			variant, _ := res.Get("ct.variant")
+			id, ok := res.Get(StoreIDAttribute)
+			if !ok {
+				t.Fatalf("a snapshot without %s: %v", StoreIDAttribute, res.AsRaw())
+			}
+			out[variant.Str()] = id.Str()
+		}
+	}
+	return out
+}
+
+func pointCount(sink *consumertest.MetricsSink) int {
+	n := 0
+	for _, md := range sink.AllMetrics() {
+		n += md.DataPointCount()
+	}
+	return n
+}
+
+func objPool(t *testing.T, variants ...string) string {
+	t.Helper()
+	pool := filepath.Join(t.TempDir(), "cas-objdir")
+	for _, v := range variants {
+		if err := os.MkdirAll(filepath.Join(pool, v, "0d"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool
+}
+
+// Two receivers electing on one pool: only one sends the pool's gauges,
+// both name the store alike, the pool's listing is not disturbed by the
+// lease and id files, and when the scanner goes away the other takes over.
+func TestTwoScannersOnOneStoreElectOne(t *testing.T) {
+	pool := objPool(t, "gcc.debug", "gcc.release")
+	cfg := func(host string) Options {
+		return Options{Pools: []Store{{Kind: "obj", Path: pool, Scan: ScanElect}}, Holder: host + "/compiletools",
+			LeaseDuration: time.Hour}
+	}
+	sinkA, sinkB := new(consumertest.MetricsSink), new(consumertest.MetricsSink)
+	a, _ := testScanner(cfg("a"), sinkA)
+	b, _ := testScanner(cfg("b"), sinkB)
+	ctx := context.Background()
+	for range 3 {
+		a.scan(ctx, nil)
+		b.scan(ctx, nil)
+	}
+	if len(sinkA.AllMetrics()) != 6 || len(sinkB.AllMetrics()) != 0 {
+		t.Fatalf("snapshots: a %d (want 3 cycles × 2 variants), b %d (want 0)", len(sinkA.AllMetrics()), len(sinkB.AllMetrics()))
+	}
+	idsA := storeIDs(t, sinkA)
+	fileID, err := readStoreID(pool)
+	if err != nil {
+		t.Fatalf("no store id file: %v", err)
+	}
+	if idsA["gcc.debug"] != fileID || idsA["gcc.release"] != fileID || len(idsA) != 2 {
+		t.Fatalf("store ids %v, want both variants under the id file's %q", idsA, fileID)
+	}
+	if b.entries[0].id != fileID {
+		t.Fatalf("b names the store %q, a %q", b.entries[0].id, fileID)
+	}
+	// a shuts down (its lease is released): b scans from its next cycle.
+	a.releaseLeases()
+	b.scan(ctx, nil)
+	if got := storeIDs(t, sinkB); got["gcc.debug"] != fileID || len(got) != 2 {
+		t.Fatalf("after a left, b sent %v", got)
+	}
+}
+
+// Stores of one variant with different ids are separate resources; a
+// configured id wins over the id file, and `never` sends nothing.
+func TestStoreIDsSplitResources(t *testing.T) {
+	objs := objPool(t, "gcc.debug")
+	exes := filepath.Join(t.TempDir(), "cas-exedir")
+	if err := os.MkdirAll(filepath.Join(exes, "gcc.debug"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(objs, StoreIDFileName), []byte("from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sink := new(consumertest.MetricsSink)
+	s, _ := testScanner(Options{Pools: []Store{
+		{Kind: "obj", Path: objs},
+		{Kind: "exe", Path: exes, ID: "nfs-exe"},
+		{Kind: "obj", Path: objPool(t, "gcc.debug"), Scan: ScanNever},
+	}}, sink)
+	s.scan(context.Background(), nil)
+	got := map[string]string{}
+	for _, md := range sink.AllMetrics() {
+		rm := md.ResourceMetrics().At(0)
+		id, _ := rm.Resource().Attributes().Get(StoreIDAttribute)
+		kind, _ := rm.ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(0).Attributes().Get("cas_kind")
+		got[kind.Str()] += id.Str()
+	}
+	if len(got) != 2 || got["obj"] != "from-file" || got["exe"] != "nfs-exe" {
+		t.Fatalf("snapshots by kind: %v, want obj under from-file and exe under nfs-exe, in two resources", got)
+	}
+	if pointCount(sink) != 10 {
+		t.Fatalf("%d points, want 5 gauges × 2 stores (never is not scanned)", pointCount(sink))
+	}
+}
+
+// Without an id and an id file, a store's id is this host's: never equal
+// to another host's, so no backend merges two stores by mistake.
+func TestStoreWithoutIDIsHostLocal(t *testing.T) {
+	pool := objPool(t, "gcc.debug")
+	sink := new(consumertest.MetricsSink)
+	s, _ := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool}}}, sink)
+	s.scan(context.Background(), nil)
+	if got := storeIDs(t, sink)["gcc.debug"]; got != "h:"+pool {
+		t.Fatalf("store id %q, want host:path", got)
+	}
+	if _, err := os.Stat(filepath.Join(pool, StoreIDFileName)); !os.IsNotExist(err) {
+		t.Fatalf("scan: always wrote into the store: %v", err)
+	}
+}
+
+// A hostile id file is warned about once and counted each cycle; the
+// store falls back to its host-local id and is still scanned.
+func TestHostileStoreIDFile(t *testing.T) {
+	for name, write := range map[string]func(string) error{
+		"garbage": func(p string) error { return os.WriteFile(p, []byte("no spaces allowed\n"), 0o644) },
+		"huge":    func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("a", 5000)), 0o644) },
+		"symlink": func(p string) error { return os.Symlink("/etc/hostname", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			pool := objPool(t, "gcc.debug")
+			if err := write(filepath.Join(pool, StoreIDFileName)); err != nil {
+				t.Fatal(err)
+			}
+			sink := new(consumertest.MetricsSink)
+			s, logs := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool}}}, sink)
+			s.scan(context.Background(), nil)
+			s.scan(context.Background(), nil)
+			if got := storeIDs(t, sink)["gcc.debug"]; got != "h:"+pool {
+				t.Fatalf("store id %q, want the host-local one", got)
+			}
+			if n := logs.FilterMessage("CAS store lease or id file problem").Len(); n != 1 {
+				t.Fatalf("%d warnings over two cycles, want 1", n)
+			}
+		})
+	}
+}
