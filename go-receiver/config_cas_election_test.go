@@ -13,7 +13,7 @@ func TestCASElectionKeysLoad(t *testing.T) {
 		"include": []any{"/srv/diag/**"},
 		"cas": map[string]any{
 			"collection_interval": "1m",
-			"pools": []any{map[string]any{"kind": "obj", "path": "/mnt/cas/cas-objdir", "id": "nfs-1/obj", "scan": "elect"}},
+			"pools":               []any{map[string]any{"kind": "obj", "path": "/mnt/cas/cas-objdir", "id": "nfs-1/obj", "scan": "elect"}},
 		},
 	})
 	if err := cfg.Validate(); err != nil {
@@ -30,7 +30,9 @@ func TestCASElectionKeysLoad(t *testing.T) {
 
 // Bad election settings are refused with the key that is wrong.
 func TestValidateRefusesBadCASElection(t *testing.T) {
-	store := func(id, scan string) []CASStore { return []CASStore{{Kind: "obj", Path: "/mnt/cas/obj/v", ID: id, Scan: scan}} }
+	store := func(id, scan string) []CASStore {
+		return []CASStore{{Kind: "obj", Path: "/mnt/cas/obj/v", ID: id, Scan: scan}}
+	}
 	for _, c := range []struct {
 		name, want string
 		set        func(*Config)

@@ -200,8 +200,12 @@ func (s *Scanner) scan(ctx context.Context, cache *ffi.CASCache) {
 }
 
 // resourceAttributes are a snapshot's resource attributes beyond the
-// core's own: the configured ones and the store id, unless configured.
+// core's own: the configured ones and the store id, if known and not
+// configured.
 func (s *Scanner) resourceAttributes(storeID string) []ffi.Attribute {
+	if storeID == "" {
+		return s.o.ResourceAttributes
+	}
 	attrs := make([]ffi.Attribute, 0, len(s.o.ResourceAttributes)+1)
 	for _, a := range s.o.ResourceAttributes {
 		if a.Key == StoreIDAttribute {

@@ -85,10 +85,13 @@ func (s *Scanner) elect(ctx context.Context) {
 }
 
 // resolveID settles the store's id: the configured one, else the store's
-// id file (created first with `scan: elect`), else host-local. A local id
-// is looked up again every cycle, since the file may appear later.
+// id file (created first with `scan: elect`), else none — a store without
+// a known identity is left unnamed rather than given one that could merge
+// it with another host's store, and keeps today's resources (one per
+// variant). A missing id is looked up again every cycle, since the file
+// may appear later.
 func (s *Scanner) resolveID(e *entry) error {
-	if e.id != "" && e.idSource != idLocal {
+	if e.id != "" {
 		return nil
 	}
 	var (
@@ -104,7 +107,7 @@ func (s *Scanner) resolveID(e *entry) error {
 		e.id, e.idSource = id, idFile
 		return nil
 	}
-	e.id, e.idSource = localStoreID(s.o.HostName, e.Path), idLocal
+	e.id, e.idSource = "", idNone
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // no id file and none to write: the local id is the answer
 	}

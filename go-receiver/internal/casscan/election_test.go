@@ -22,7 +22,8 @@ func storeIDs(t *testing.T, sink *consumertest.MetricsSink) map[string]string {
 			variant, _ := res.Get("ct.variant")
 			id, ok := res.Get(StoreIDAttribute)
 			if !ok {
-				t.Fatalf("a snapshot without %s: %v", StoreIDAttribute, res.AsRaw())
+				out[variant.Str()] = "(none)"
+				continue
 			}
 			out[variant.Str()] = id.Str()
 		}
@@ -121,15 +122,23 @@ func TestStoreIDsSplitResources(t *testing.T) {
 	}
 }
 
-// Without an id and an id file, a store's id is this host's: never equal
-// to another host's, so no backend merges two stores by mistake.
-func TestStoreWithoutIDIsHostLocal(t *testing.T) {
+// Without an id and an id file, a store has no ct.cas.store.id (none that
+// could merge it with another host's store by mistake), its kinds stay in
+// one resource per variant as before, and nothing is written into it.
+func TestStoreWithoutIDIsUnnamed(t *testing.T) {
 	pool := objPool(t, "gcc.debug")
+	exes := filepath.Join(t.TempDir(), "cas-exedir")
+	if err := os.MkdirAll(filepath.Join(exes, "gcc.debug"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sink := new(consumertest.MetricsSink)
-	s, _ := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool}}}, sink)
+	s, _ := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool}, {Kind: "exe", Path: exes}}}, sink)
 	s.scan(context.Background(), nil)
-	if got := storeIDs(t, sink)["gcc.debug"]; got != "h:"+pool {
-		t.Fatalf("store id %q, want host:path", got)
+	if got := storeIDs(t, sink)["gcc.debug"]; got != "(none)" {
+		t.Fatalf("store id %q, want none", got)
+	}
+	if n := len(sink.AllMetrics()); n != 1 || pointCount(sink) != 10 {
+		t.Fatalf("%d snapshots with %d points, want one resource with both kinds' 10", n, pointCount(sink))
 	}
 	if _, err := os.Stat(filepath.Join(pool, StoreIDFileName)); !os.IsNotExist(err) {
 		t.Fatalf("scan: always wrote into the store: %v", err)
@@ -137,7 +146,7 @@ func TestStoreWithoutIDIsHostLocal(t *testing.T) {
 }
 
 // A hostile id file is warned about once and counted each cycle; the
-// store falls back to its host-local id and is still scanned.
+// store is still scanned, unnamed.
 func TestHostileStoreIDFile(t *testing.T) {
 	for name, write := range map[string]func(string) error{
 		"garbage": func(p string) error { return os.WriteFile(p, []byte("no spaces allowed\n"), 0o644) },
@@ -153,8 +162,8 @@ func TestHostileStoreIDFile(t *testing.T) {
 			s, logs := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool}}}, sink)
 			s.scan(context.Background(), nil)
 			s.scan(context.Background(), nil)
-			if got := storeIDs(t, sink)["gcc.debug"]; got != "h:"+pool {
-				t.Fatalf("store id %q, want the host-local one", got)
+			if got := storeIDs(t, sink)["gcc.debug"]; got != "(none)" {
+				t.Fatalf("store id %q, want none", got)
 			}
 			if n := logs.FilterMessage("CAS store lease or id file problem").Len(); n != 1 {
 				t.Fatalf("%d warnings over two cycles, want 1", n)

@@ -31,7 +31,7 @@ type storeIDSource int
 const (
 	idConfigured storeIDSource = iota // the store's `id`
 	idFile                            // the store's id file
-	idLocal                           // host.name:path, not shared
+	idNone                            // none known: no ct.cas.store.id
 )
 
 // readStoreID reads the id file of dir: os.ErrNotExist when there is
@@ -59,11 +59,4 @@ func createStoreID(dir, holder string) (string, error) {
 		return "", err
 	}
 	return readStoreID(dir)
-}
-
-// localStoreID is the id of a store whose identity is not known to be
-// shared: unique to this host, so a backend never merges it with another
-// host's store by mistake.
-func localStoreID(hostName, dir string) string {
-	return hostName + ":" + filepath.Clean(dir)
 }
