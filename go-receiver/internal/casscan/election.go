@@ -94,14 +94,9 @@ func (s *Scanner) resolveID(e *entry) error {
 	if e.id != "" {
 		return nil
 	}
-	var (
-		id  string
-		err error
-	)
-	if e.Scan == ScanElect {
+	id, err := readStoreID(e.Path)
+	if errors.Is(err, os.ErrNotExist) && e.Scan == ScanElect {
 		id, err = createStoreID(e.Path, s.o.Holder)
-	} else {
-		id, err = readStoreID(e.Path)
 	}
 	if err == nil {
 		e.id, e.idSource = id, idFile

@@ -171,3 +171,32 @@ func TestHostileStoreIDFile(t *testing.T) {
 		})
 	}
 }
+
+// An electing receiver that cannot write the store still reads the id
+// file another one wrote, and is told why it cannot hold the lease.
+func TestReadOnlyStoreKeepsItsID(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes anywhere")
+	}
+	pool := objPool(t, "gcc.debug")
+	if err := os.WriteFile(filepath.Join(pool, StoreIDFileName), []byte("nfs-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(pool, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(pool, 0o755)
+	sink := new(consumertest.MetricsSink)
+	s, logs := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool, Scan: ScanElect}}, Holder: "a", LeaseDuration: time.Hour}, sink)
+	s.scan(context.Background(), nil)
+	s.scan(context.Background(), nil)
+	if s.entries[0].id != "nfs-1" {
+		t.Fatalf("id %q, want the id file's", s.entries[0].id)
+	}
+	if len(sink.AllMetrics()) != 0 {
+		t.Fatal("scanned without the lease")
+	}
+	if n := logs.FilterMessage("CAS store lease or id file problem").Len(); n != 1 {
+		t.Fatalf("%d warnings, want 1", n)
+	}
+}
