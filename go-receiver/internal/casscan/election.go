@@ -61,8 +61,12 @@ func newEntries(o Options, now func() time.Time) []*entry {
 }
 
 // elect decides, before a scan cycle, each store's id and whether this
-// receiver scans it.
+// receiver scans it. A lease taken over this round is confirmed after a
+// short settle, not a whole interval later: only a contender whose read
+// and write of the expired lease straddle the other's confirmation could
+// still replace it, and that window is one rename wide.
 func (s *Scanner) elect(ctx context.Context) {
+	var taking []*entry
 	for _, e := range s.entries {
 		var problems []error
 		if p := s.resolveID(e); p != nil {
@@ -77,11 +81,35 @@ func (s *Scanner) elect(ctx context.Context) {
 				problems = append(problems, r.problem)
 			}
 			s.noteLease(ctx, e, r)
+			if r.state == leaseTaking {
+				taking = append(taking, e)
+			}
 		default:
 			e.scanning = true
 		}
 		s.noteProblems(ctx, e, problems)
 	}
+	if len(taking) == 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(s.confirmDelay()):
+	}
+	for _, e := range taking {
+		r := e.elector.round(e.id)
+		s.noteLease(ctx, e, r)
+		if r.problem != nil {
+			s.noteProblems(ctx, e, []error{r.problem})
+		}
+	}
+}
+
+// confirmDelay is the settle between taking over a lease and confirming
+// it: long against one rename, short against a collection interval.
+func (s *Scanner) confirmDelay() time.Duration {
+	return min(s.o.ScanInterval/4, 2*time.Second)
 }
 
 // resolveID settles the store's id: the configured one, else the store's

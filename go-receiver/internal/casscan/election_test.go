@@ -2,6 +2,7 @@ package casscan
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,5 +199,30 @@ func TestReadOnlyStoreKeepsItsID(t *testing.T) {
 	}
 	if n := logs.FilterMessage("CAS store lease or id file problem").Len(); n != 1 {
 		t.Fatalf("%d warnings, want 1", n)
+	}
+}
+
+// A lease whose holder died long ago is taken over and confirmed within
+// one cycle: the new scanner's first cycle already sends the store.
+func TestTakeoverIsConfirmedWithinTheCycle(t *testing.T) {
+	pool := objPool(t, "gcc.debug")
+	stale, _ := json.Marshal(leaseRecord{Holder: "dead/compiletools", Token: "feed", Seq: 7,
+		ExpiresMs: time.Now().Add(-3 * time.Hour).UnixMilli()})
+	if err := os.WriteFile(filepath.Join(pool, LeaseFileName), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sink := new(consumertest.MetricsSink)
+	s, _ := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool, Scan: ScanElect}}, Holder: "b/compiletools",
+		LeaseDuration: time.Hour, ScanInterval: 400 * time.Millisecond}, sink)
+	start := time.Now()
+	s.scan(context.Background(), nil)
+	if len(sink.AllMetrics()) != 1 {
+		t.Fatalf("%d snapshots in the takeover cycle, want 1", len(sink.AllMetrics()))
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Fatalf("confirmed after %s, before the settle of a quarter interval", took)
+	}
+	if got := readRecord(t, pool).Holder; got != "b/compiletools" {
+		t.Fatalf("holder %q", got)
 	}
 }
