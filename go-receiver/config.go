@@ -444,6 +444,10 @@ func (c *Config) Validate() error {
 		// between two renewals and be taken over from a live holder.
 		add("cas.lease_duration: must be at least twice %s (%s), got %s", c.spelled("cas.scan_interval", "cas.collection_interval"),
 			c.CAS.ScanInterval, c.CAS.LeaseDuration)
+	} else if elect && c.CAS.Timeout > 0 && c.CAS.leaseDuration() <= c.CAS.Timeout {
+		// Renewed between store sets only: a lease shorter than one set's
+		// scan would be taken over from a holder still scanning.
+		add("cas.lease_duration: must be longer than cas.timeout (%s), got %s", c.CAS.Timeout, c.CAS.leaseDuration())
 	}
 	if len(c.CAS.Stores)+len(c.CAS.Pools) > 0 && c.CAS.ScanInterval <= 0 {
 		add("%s: must be positive, got %s", c.spelled("cas.scan_interval", "cas.collection_interval"), c.CAS.ScanInterval)

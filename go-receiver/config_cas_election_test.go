@@ -47,6 +47,9 @@ func TestValidateRefusesBadCASElection(t *testing.T) {
 		{"lease shorter than two intervals", "cas.lease_duration: must be at least twice", func(c *Config) {
 			c.CAS.Stores, c.CAS.LeaseDuration = store("", "elect"), 9*time.Minute
 		}},
+		{"lease not longer than a scan's timeout", "cas.lease_duration: must be longer than cas.timeout (20m0s), got 15m0s", func(c *Config) {
+			c.CAS.Stores, c.CAS.Timeout = store("", "elect"), 20*time.Minute
+		}},
 	} {
 		cfg := validConfig()
 		cfg.CAS.ScanInterval = 5 * time.Minute
