@@ -31,9 +31,9 @@ type entry struct {
 	// state and holder are the last round's, to log changes only.
 	state  leaseState
 	holder string
-	// problem is the last lease or id file problem logged, to log each
-	// distinct one once while it lasts.
-	problem string
+	// problems are the last round's lease and id file problems, to log
+	// each distinct one once while it lasts.
+	problems map[string]bool
 }
 
 // newEntries prepares the configured stores and pools.
@@ -100,8 +100,12 @@ func (s *Scanner) elect(ctx context.Context) {
 	for _, e := range taking {
 		r := e.elector.round(e.id)
 		s.noteLease(ctx, e, r)
-		if r.problem != nil {
-			s.noteProblems(ctx, e, []error{r.problem})
+		if r.problem != nil { // added to the round's, which still hold
+			s.set.Telemetry.LeaseProblems.Add(ctx, 1)
+			if msg := r.problem.Error(); !e.problems[msg] {
+				s.set.Logger.Warn("CAS store lease or id file problem", zap.String("path", e.Path), zap.Error(r.problem))
+				e.problems[msg] = true
+			}
 		}
 	}
 }
@@ -166,16 +170,18 @@ func (s *Scanner) noteLease(ctx context.Context, e *entry, r leaseRound) {
 // noteProblems counts every problem of a round and warns about each
 // distinct one once while it lasts.
 func (s *Scanner) noteProblems(ctx context.Context, e *entry, problems []error) {
-	if len(problems) == 0 {
-		e.problem = ""
-		return
+	current := make(map[string]bool, len(problems))
+	for _, p := range problems {
+		msg := p.Error()
+		current[msg] = true
+		if !e.problems[msg] {
+			s.set.Logger.Warn("CAS store lease or id file problem", zap.String("path", e.Path), zap.Error(p))
+		}
 	}
-	err := errors.Join(problems...)
-	s.set.Telemetry.LeaseProblems.Add(ctx, int64(len(problems)))
-	if msg := err.Error(); msg != e.problem {
-		s.set.Logger.Warn("CAS store lease or id file problem", zap.String("path", e.Path), zap.Error(err))
-		e.problem = msg
+	if len(problems) > 0 {
+		s.set.Telemetry.LeaseProblems.Add(ctx, int64(len(problems)))
 	}
+	e.problems = current
 }
 
 // renewHeld renews the leases held, between two store sets of a long

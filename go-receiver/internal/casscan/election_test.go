@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 // storeIDs are the ct.cas.store.id values of the snapshots in sink, by
@@ -224,5 +226,47 @@ func TestTakeoverIsConfirmedWithinTheCycle(t *testing.T) {
 	}
 	if got := readRecord(t, pool).Holder; got != "b/compiletools" {
 		t.Fatalf("holder %q", got)
+	}
+}
+
+// countingCounter is an Int64Counter that adds up what it is given.
+type countingCounter struct {
+	noop.Int64Counter
+	n int64
+}
+
+func (c *countingCounter) Add(_ context.Context, v int64, _ ...metric.AddOption) { c.n += v }
+
+// A hostile lease through the whole scanner: warned once, counted, replaced
+// by this receiver's lease, and the store scanned from the same cycle;
+// a hostile id file beside it is counted every cycle it stays.
+func TestHostileLeaseIsWarnedCountedAndReplaced(t *testing.T) {
+	pool := objPool(t, "gcc.debug")
+	if err := os.Symlink("/etc/passwd", filepath.Join(pool, LeaseFileName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pool, StoreIDFileName), []byte(strings.Repeat("x", 1<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sink := new(consumertest.MetricsSink)
+	s, logs := testScanner(Options{Pools: []Store{{Kind: "obj", Path: pool, Scan: ScanElect}}, Holder: "a/compiletools",
+		LeaseDuration: time.Hour}, sink)
+	problems := &countingCounter{}
+	s.set.Telemetry.LeaseProblems = problems
+	s.scan(context.Background(), nil)
+	s.scan(context.Background(), nil)
+	s.scan(context.Background(), nil)
+	if len(sink.AllMetrics()) != 3 {
+		t.Fatalf("%d snapshots in 3 cycles, want 3", len(sink.AllMetrics()))
+	}
+	if got := readRecord(t, pool).Holder; got != "a/compiletools" {
+		t.Fatalf("lease holder %q", got)
+	}
+	// Cycle 1: the lease and the id file; cycles 2 and 3: the id file.
+	if problems.n != 4 {
+		t.Fatalf("%d problems counted, want 4", problems.n)
+	}
+	if n := logs.FilterMessage("CAS store lease or id file problem").Len(); n != 2 {
+		t.Fatalf("%d warnings, want 2 (each problem once)", n)
 	}
 }
