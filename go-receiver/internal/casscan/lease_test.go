@@ -262,3 +262,35 @@ func TestUnwritableStoreIsBroken(t *testing.T) {
 		t.Fatalf("problem %v, want a permission error", r.problem)
 	}
 }
+
+// Eight receivers creating the missing lease at the same moment: link(2)
+// lets exactly one win, and every other one names it.
+func TestConcurrentCreationHasOneWinner(t *testing.T) {
+	for range 20 {
+		dir, c := t.TempDir(), newClock()
+		const n = 8
+		rounds := make(chan leaseRound, n)
+		start := make(chan struct{})
+		for i := range n {
+			e := testElector(t, dir, "host-"+string(rune('a'+i))+"/compiletools", c)
+			go func() {
+				<-start
+				rounds <- e.round("s")
+			}()
+		}
+		close(start)
+		held, holders := 0, map[string]bool{}
+		for range n {
+			r := <-rounds
+			if r.state == leaseHeld {
+				held++
+			} else {
+				holders[r.holder] = true
+			}
+		}
+		winner := readRecord(t, dir).Holder
+		if held != 1 || len(holders) != 1 || !holders[winner] {
+			t.Fatalf("%d holders, the others name %v, the file names %q", held, holders, winner)
+		}
+	}
+}
