@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configretry"
 
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/casscan"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/metadata"
 )
@@ -228,6 +229,9 @@ type CASConfig struct {
 	InitialDelay time.Duration `mapstructure:"initial_delay"`
 	// MaxThreads bounds threads per cell scan (0: the core's default).
 	MaxThreads int `mapstructure:"max_threads"`
+	// LeaseDuration is how long a `scan: elect` lease lasts unrenewed
+	// (0: three collection intervals); the holder renews it every cycle.
+	LeaseDuration time.Duration `mapstructure:"lease_duration"`
 
 	_ struct{}
 }
@@ -237,8 +241,22 @@ type CASStore struct {
 	// Kind is a store kind: obj, pch, pcm or exe (ffi.CASKindNames).
 	Kind string `mapstructure:"kind"`
 	Path string `mapstructure:"path"`
+	// ID is the store's identity, ct.cas.store.id: the same on every host
+	// that mounts the store (empty: the store's id file, else host-local).
+	ID string `mapstructure:"id"`
+	// Scan is who scans it: always (every receiver that has it, the
+	// default), never, or elect (the one receiver holding its lease).
+	Scan string `mapstructure:"scan"`
 
 	_ struct{}
+}
+
+// leaseDuration is the effective cas.lease_duration.
+func (c CASConfig) leaseDuration() time.Duration {
+	if c.LeaseDuration > 0 {
+		return c.LeaseDuration
+	}
+	return 3 * c.ScanInterval
 }
 
 // defaultMaxRequestSpans keeps a traces request under half of a default
@@ -397,6 +415,7 @@ func (c *Config) Validate() error {
 			add("analytics.build_graphs[%d].path: must be an absolute path, got %q", i, m.Path)
 		}
 	}
+	elect := false
 	checkStores := func(key string, stores []CASStore) {
 		for i, st := range stores {
 			if _, ok := ffi.ParseCASKind(st.Kind); !ok {
@@ -405,10 +424,31 @@ func (c *Config) Validate() error {
 			if st.Path == "" {
 				add("%s[%d].path: must not be empty", key, i)
 			}
+			if st.ID != "" && !casscan.ValidStoreID(st.ID) {
+				add("%s[%d].id: must be 1 to 128 characters of letters, digits and . _ : / - starting with a letter or digit; got %q", key, i, st.ID)
+			}
+			if st.Scan != "" && !slices.Contains(casscan.ScanModes(), st.Scan) {
+				add("%s[%d].scan: must be one of %s; got %q", key, i, strings.Join(casscan.ScanModes(), ", "), st.Scan)
+			}
+			if st.Scan == casscan.ScanElect {
+				elect = true
+			}
 		}
 	}
 	checkStores("cas.stores", c.CAS.Stores)
 	checkStores("cas.pools", c.CAS.Pools)
+	if c.CAS.LeaseDuration < 0 {
+		add("cas.lease_duration: must not be negative, got %s", c.CAS.LeaseDuration)
+	} else if elect && c.CAS.ScanInterval > 0 && c.CAS.leaseDuration() < 2*c.CAS.ScanInterval {
+		// A holder renews once per cycle: a shorter lease would expire
+		// between two renewals and be taken over from a live holder.
+		add("cas.lease_duration: must be at least twice %s (%s), got %s", c.spelled("cas.scan_interval", "cas.collection_interval"),
+			c.CAS.ScanInterval, c.CAS.LeaseDuration)
+	} else if elect && c.CAS.Timeout > 0 && c.CAS.leaseDuration() <= c.CAS.Timeout {
+		// Renewed between store sets only: a lease shorter than one set's
+		// scan would be taken over from a holder still scanning.
+		add("cas.lease_duration: must be longer than cas.timeout (%s), got %s", c.CAS.Timeout, c.CAS.leaseDuration())
+	}
 	if len(c.CAS.Stores)+len(c.CAS.Pools) > 0 && c.CAS.ScanInterval <= 0 {
 		add("%s: must be positive, got %s", c.spelled("cas.scan_interval", "cas.collection_interval"), c.CAS.ScanInterval)
 	}

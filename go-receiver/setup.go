@@ -101,7 +101,7 @@ func (r *compiletoolsReceiver) newCASScanner() *casscan.Scanner {
 	stores := func(in []CASStore) []casscan.Store {
 		out := make([]casscan.Store, 0, len(in))
 		for _, st := range in {
-			out = append(out, casscan.Store{Kind: st.Kind, Path: st.Path})
+			out = append(out, casscan.Store{Kind: st.Kind, Path: st.Path, ID: st.ID, Scan: st.Scan})
 		}
 		return out
 	}
@@ -116,13 +116,17 @@ func (r *compiletoolsReceiver) newCASScanner() *casscan.Scanner {
 		HostName:           r.hostName,
 		ServiceName:        r.cfg.ServiceName,
 		ResourceAttributes: r.userAttributes(),
+		Holder:             r.hostName + "/" + r.set.ID.String(),
+		LeaseDuration:      r.cfg.CAS.leaseDuration(),
 	}, casscan.Settings{
 		Logger: r.logger,
 		Now:    r.now,
 		Telemetry: casscan.Telemetry{
-			ScanDuration: r.telemetry.ReceiverCompiletoolsCasScanDuration,
-			ScanErrors:   r.telemetry.ReceiverCompiletoolsCasScanErrors,
-			Anomalies:    r.telemetry.ReceiverCompiletoolsCasAnomalies,
+			ScanDuration:  r.telemetry.ReceiverCompiletoolsCasScanDuration,
+			ScanErrors:    r.telemetry.ReceiverCompiletoolsCasScanErrors,
+			Anomalies:     r.telemetry.ReceiverCompiletoolsCasAnomalies,
+			LeaseProblems: r.telemetry.ReceiverCompiletoolsCasLeaseProblems,
+			LeasesHeld:    r.telemetry.ReceiverCompiletoolsCasLeasesHeld,
 		},
 		Consumed: r.consumedSignals,
 		Consume: func(ctx context.Context, want ffi.Signals, out ffi.Output) error {

@@ -54,13 +54,15 @@ def render_config(include, exporter_endpoint, health_port, receiver_extra=None, 
     """The collector config the harness runs with (YAML text).
 
     Receiver keys assumed of `compiletools`: include, poll_interval, host_name,
-    plus `receiver_extra` ({key: scalar}). With `storage_dir`, a file_storage
+    plus `receiver_extra` ({key: scalar}); a `host_name` or `poll_interval`
+    there replaces the harness's own. With `storage_dir`, a file_storage
     extension keeps the receiver's checkpoints and the exporter's queue there.
     With `logs`, a logs pipeline too (the receiver's live build records).
     """
     includes = ", ".join(_q(p) for p in include)
     receiver_extra = dict(receiver_extra or {})
     poll = receiver_extra.pop("poll_interval", f"{int(POLL_INTERVAL_S * 1000)}ms")
+    host_name = receiver_extra.pop("host_name", HOST_NAME)
     extra = "".join(f"    {k}: {_q(v) if isinstance(v, str) else json.dumps(v)}\n"
                     for k, v in receiver_extra.items())
     storage_ext, storage_names, queue, receiver_storage = "", "", "", ""
@@ -78,7 +80,7 @@ receivers:
   compiletools:
     include: [{includes}]
     poll_interval: {poll}
-    host_name: {_q(HOST_NAME)}
+    host_name: {_q(host_name)}
 {receiver_storage}{extra}exporters:
   # "otlp_http" is the exporter's type since v0.16x; the old "otlphttp" alias
   # still works but logs a deprecation warning.

@@ -18,11 +18,15 @@ import (
 )
 
 // group is one store set scanned in one core call: the cells of one
-// variant, reported under one resource (ct.variant).
+// variant in the stores of one id, reported under one resource
+// (ct.variant, ct.cas.store.id).
 type group struct {
-	variant string
-	cells   []ffi.CASCell
+	variant, storeID string
+	cells            []ffi.CASCell
 }
+
+// StoreIDAttribute is the resource attribute naming a snapshot's store.
+const StoreIDAttribute = "ct.cas.store.id"
 
 // twoHex matches the shard directories of a store, which are not variants.
 var twoHex = regexp.MustCompile(`^[0-9a-f]{2}$`)
@@ -33,21 +37,34 @@ var twoHex = regexp.MustCompile(`^[0-9a-f]{2}$`)
 // shard names. (compiletools also requires the name to resolve as a variant
 // against its ct.conf files, which a receiver cannot read; any other
 // directory is scanned and reported under its name.)
+//
+// Only the stores this receiver scans this cycle (elect) are in a group.
 func (s *Scanner) groups() []group {
-	byVariant := map[string]*group{}
+	type key struct{ storeID, variant string }
+	byKey := map[key]*group{}
+	var storeID string
 	add := func(variant string, cell ffi.CASCell) {
-		g, ok := byVariant[variant]
+		k := key{storeID, variant}
+		g, ok := byKey[k]
 		if !ok {
-			g = &group{variant: variant}
-			byVariant[variant] = g
+			g = &group{variant: variant, storeID: storeID}
+			byKey[k] = g
 		}
 		g.cells = append(g.cells, cell)
 	}
-	for _, st := range s.o.Stores {
+	for _, st := range s.entries {
+		if st.pool || !st.scanning {
+			continue
+		}
+		storeID = st.id
 		kind, _ := ffi.ParseCASKind(st.Kind)
 		add(filepath.Base(filepath.Clean(st.Path)), ffi.CASCell{Kind: kind, Path: st.Path, Explicit: true})
 	}
-	for _, pool := range s.o.Pools {
+	for _, pool := range s.entries {
+		if !pool.pool || !pool.scanning {
+			continue
+		}
+		storeID = pool.id
 		kind, _ := ffi.ParseCASKind(pool.Kind)
 		entries, err := os.ReadDir(pool.Path)
 		if err != nil {
@@ -66,11 +83,16 @@ func (s *Scanner) groups() []group {
 			add(name, ffi.CASCell{Kind: kind, Path: filepath.Join(pool.Path, name)})
 		}
 	}
-	groups := make([]group, 0, len(byVariant))
-	for _, g := range byVariant {
+	groups := make([]group, 0, len(byKey))
+	for _, g := range byKey {
 		groups = append(groups, *g)
 	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].variant < groups[j].variant })
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].variant != groups[j].variant {
+			return groups[i].variant < groups[j].variant
+		}
+		return groups[i].storeID < groups[j].storeID
+	})
 	return groups
 }
 
@@ -84,6 +106,7 @@ func (s *Scanner) Run(ctx context.Context) {
 		s.set.Logger.Warn("CAS scan cache unavailable; scanning without it", zap.Error(err))
 	}
 	defer cache.Close()
+	defer s.releaseLeases()
 	select {
 	case <-ctx.Done():
 		return
@@ -127,6 +150,7 @@ func (s *Scanner) scan(ctx context.Context, cache *ffi.CASCache) {
 	if s.set.Consumed()&want == 0 {
 		return // nobody consumes the result
 	}
+	s.elect(ctx)
 	groups := s.groups()
 	// A pool variant that disappeared is not in groups and never scanned
 	// again: the core's cache must let go of it now.
@@ -139,14 +163,17 @@ func (s *Scanner) scan(ctx context.Context, cache *ffi.CASCache) {
 	if n := cache.Retain(paths); n > 0 {
 		s.set.Logger.Debug("CAS scan cache: cells no longer scanned dropped", zap.Int("cells", n))
 	}
-	for _, g := range groups {
+	for i, g := range groups {
+		if i > 0 {
+			s.renewHeld() // a cycle may outlast a lease
+		}
 		start := s.set.Now()
 		req := ffi.CASRequest{
 			Cells:              g.cells,
 			HostName:           s.o.HostName,
 			ServiceName:        s.o.ServiceName,
 			Variant:            g.variant,
-			ResourceAttributes: s.o.ResourceAttributes,
+			ResourceAttributes: s.resourceAttributes(g.storeID),
 			TimeUnixNano:       uint64(start.UnixNano()),
 			AsSpans:            asSpans,
 			MaxThreads:         uint32(s.o.MaxThreads),
@@ -164,7 +191,7 @@ func (s *Scanner) scan(ctx context.Context, cache *ffi.CASCache) {
 		if res.Anomalies > 0 {
 			s.set.Telemetry.Anomalies.Add(ctx, int64(res.Anomalies))
 		}
-		s.logWarnings(g.variant, res.Warnings)
+		s.logWarnings(g, res.Warnings)
 		if err := s.set.Consume(ctx, want, res.Output); err != nil {
 			// A snapshot is superseded by the next scan: no retry.
 			s.set.Logger.Debug("CAS snapshot not accepted", zap.String("variant", g.variant), zap.Error(err))
@@ -172,17 +199,35 @@ func (s *Scanner) scan(ctx context.Context, cache *ffi.CASCache) {
 	}
 }
 
+// resourceAttributes are a snapshot's resource attributes beyond the
+// core's own: the configured ones and the store id, if known and not
+// configured.
+func (s *Scanner) resourceAttributes(storeID string) []ffi.Attribute {
+	if storeID == "" {
+		return s.o.ResourceAttributes
+	}
+	attrs := make([]ffi.Attribute, 0, len(s.o.ResourceAttributes)+1)
+	for _, a := range s.o.ResourceAttributes {
+		if a.Key == StoreIDAttribute {
+			return s.o.ResourceAttributes
+		}
+		attrs = append(attrs, a)
+	}
+	return append(attrs, ffi.Attribute{Key: StoreIDAttribute, Value: storeID})
+}
+
 // logWarnings logs the warnings of a scan not given by the variant's
 // previous scan: a problem is logged when it appears, not every scan while
 // it lasts (the anomaly count still counts every scan's).
-func (s *Scanner) logWarnings(variant string, warnings []string) {
-	last := s.warned[variant]
+func (s *Scanner) logWarnings(g group, warnings []string) {
+	key := g.storeID + "\x00" + g.variant
+	last := s.warned[key]
 	current := make(map[string]bool, len(warnings))
 	for _, w := range warnings {
 		current[w] = true
 		if !last[w] {
-			s.set.Logger.Warn("CAS scan", zap.String("variant", variant), zap.String("warning", w))
+			s.set.Logger.Warn("CAS scan", zap.String("variant", g.variant), zap.String("warning", w))
 		}
 	}
-	s.warned[variant] = current
+	s.warned[key] = current
 }

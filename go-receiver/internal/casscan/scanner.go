@@ -11,9 +11,11 @@ import (
 )
 
 // Store is one configured store cell or pool: a kind (ffi.CASKindNames)
-// and a directory.
+// and a directory, its id (empty: from the store's id file, else
+// host-local) and scan mode (ScanModes; empty: always).
 type Store struct {
 	Kind, Path string
+	ID, Scan   string
 }
 
 // Options are the scans' settings: the cas block, and what every
@@ -30,6 +32,10 @@ type Options struct {
 	AsSpans               bool
 	HostName, ServiceName string
 	ResourceAttributes    []ffi.Attribute
+	// Holder names this receiver in the leases it holds (host.name and
+	// component id); LeaseDuration is how long a lease lasts unrenewed.
+	Holder        string
+	LeaseDuration time.Duration
 }
 
 // Telemetry are the receiver's own instruments the scans record to.
@@ -37,6 +43,10 @@ type Telemetry struct {
 	ScanDuration metric.Float64Histogram
 	ScanErrors   metric.Int64Counter
 	Anomalies    metric.Int64Counter
+	// LeaseProblems counts lease and store id files that could not be
+	// used; LeasesHeld is the number of store leases this receiver holds.
+	LeaseProblems metric.Int64Counter
+	LeasesHeld    metric.Int64UpDownCounter
 }
 
 // Settings are what the scans use of the receiver.
@@ -54,6 +64,9 @@ type Settings struct {
 type Scanner struct {
 	o   Options
 	set Settings
+	// entries are the configured stores and pools with their identity and
+	// election state.
+	entries []*entry
 	// failingPools are the pools whose listing failed and was logged,
 	// until it works again.
 	failingPools map[string]bool
@@ -64,5 +77,6 @@ type Scanner struct {
 
 // New returns the scanner of o; Run starts its schedule.
 func New(o Options, set Settings) *Scanner {
-	return &Scanner{o: o, set: set, failingPools: map[string]bool{}, warned: map[string]map[string]bool{}}
+	return &Scanner{o: o, set: set, entries: newEntries(o, set.Now), failingPools: map[string]bool{},
+		warned: map[string]map[string]bool{}}
 }

@@ -23,10 +23,11 @@ func testScanner(o Options, sink *consumertest.MetricsSink) (*Scanner, *observer
 	core, logs := observer.New(zapcore.WarnLevel)
 	o.HostName, o.ServiceName = "h", "compiletools"
 	return New(o, Settings{
-		Logger:    zap.New(core),
-		Now:       time.Now,
-		Telemetry: Telemetry{ScanDuration: noop.Float64Histogram{}, ScanErrors: noop.Int64Counter{}, Anomalies: noop.Int64Counter{}},
-		Consumed:  func() ffi.Signals { return ffi.SignalMetrics },
+		Logger: zap.New(core),
+		Now:    time.Now,
+		Telemetry: Telemetry{ScanDuration: noop.Float64Histogram{}, ScanErrors: noop.Int64Counter{}, Anomalies: noop.Int64Counter{},
+			LeaseProblems: noop.Int64Counter{}, LeasesHeld: noop.Int64UpDownCounter{}},
+		Consumed: func() ffi.Signals { return ffi.SignalMetrics },
 		Consume: func(ctx context.Context, want ffi.Signals, out ffi.Output) error {
 			if want&ffi.SignalMetrics != 0 && out.HasMetrics {
 				return sink.ConsumeMetrics(ctx, out.Metrics)

@@ -577,6 +577,7 @@ type ResourceAttributesConfig struct {
 	CicdWorkerID         ResourceAttributeConfig `mapstructure:"cicd.worker.id"`
 	CicdWorkerName       ResourceAttributeConfig `mapstructure:"cicd.worker.name"`
 	CtBackend            ResourceAttributeConfig `mapstructure:"ct.backend"`
+	CtCasStoreID         ResourceAttributeConfig `mapstructure:"ct.cas.store.id"`
 	CtInvocationID       ResourceAttributeConfig `mapstructure:"ct.invocation_id"`
 	CtVariant            ResourceAttributeConfig `mapstructure:"ct.variant"`
 	GitCommitSha         ResourceAttributeConfig `mapstructure:"git.commit.sha"`
@@ -606,6 +607,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		CtBackend: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		CtCasStoreID: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		CtInvocationID: ResourceAttributeConfig{

@@ -1671,6 +1671,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.CtBackend.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["ct.backend"] = filter.CreateFilter(mbc.ResourceAttributes.CtBackend.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.CtCasStoreID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["ct.cas.store.id"] = filter.CreateFilter(mbc.ResourceAttributes.CtCasStoreID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.CtCasStoreID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["ct.cas.store.id"] = filter.CreateFilter(mbc.ResourceAttributes.CtCasStoreID.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.CtInvocationID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["ct.invocation_id"] = filter.CreateFilter(mbc.ResourceAttributes.CtInvocationID.MetricsInclude)
 	}

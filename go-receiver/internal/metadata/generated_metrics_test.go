@@ -139,6 +139,7 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetCicdWorkerID("cicd.worker.id-val")
 			rb.SetCicdWorkerName("cicd.worker.name-val")
 			rb.SetCtBackend("ct.backend-val")
+			rb.SetCtCasStoreID("ct.cas.store.id-val")
 			rb.SetCtInvocationID("ct.invocation_id-val")
 			rb.SetCtVariant("ct.variant-val")
 			rb.SetGitCommitSha("git.commit.sha-val")

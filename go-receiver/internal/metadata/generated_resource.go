@@ -56,6 +56,13 @@ func (rb *ResourceBuilder) SetCtBackend(val string) {
 	}
 }
 
+// SetCtCasStoreID sets provided value as "ct.cas.store.id" attribute.
+func (rb *ResourceBuilder) SetCtCasStoreID(val string) {
+	if rb.config.CtCasStoreID.Enabled {
+		rb.res.Attributes().PutStr("ct.cas.store.id", val)
+	}
+}
+
 // SetCtInvocationID sets provided value as "ct.invocation_id" attribute.
 func (rb *ResourceBuilder) SetCtInvocationID(val string) {
 	if rb.config.CtInvocationID.Enabled {

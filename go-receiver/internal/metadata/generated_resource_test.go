@@ -18,6 +18,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetCicdWorkerID("cicd.worker.id-val")
 			rb.SetCicdWorkerName("cicd.worker.name-val")
 			rb.SetCtBackend("ct.backend-val")
+			rb.SetCtCasStoreID("ct.cas.store.id-val")
 			rb.SetCtInvocationID("ct.invocation_id-val")
 			rb.SetCtVariant("ct.variant-val")
 			rb.SetGitCommitSha("git.commit.sha-val")
@@ -36,9 +37,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 17, res.Attributes().Len())
+				assert.Equal(t, 18, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 17, res.Attributes().Len())
+				assert.Equal(t, 18, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -69,6 +70,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "ct.backend-val", ctBackendAttrVal.Str())
+			}
+			ctCasStoreIDAttrVal, ok := res.Attributes().Get("ct.cas.store.id")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "ct.cas.store.id-val", ctCasStoreIDAttrVal.Str())
 			}
 			ctInvocationIDAttrVal, ok := res.Attributes().Get("ct.invocation_id")
 			assert.True(t, ok)

@@ -33,6 +33,8 @@ type TelemetryBuilder struct {
 	ReceiverCompiletoolsBuilds                  metric.Int64Counter
 	ReceiverCompiletoolsCapturedFiles           metric.Int64Counter
 	ReceiverCompiletoolsCasAnomalies            metric.Int64Counter
+	ReceiverCompiletoolsCasLeaseProblems        metric.Int64Counter
+	ReceiverCompiletoolsCasLeasesHeld           metric.Int64UpDownCounter
 	ReceiverCompiletoolsCasScanDuration         metric.Float64Histogram
 	ReceiverCompiletoolsCasScanErrors           metric.Int64Counter
 	ReceiverCompiletoolsCheckpointWriteFailures metric.Int64Counter
@@ -125,6 +127,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_compiletools_cas_anomalies",
 		metric.WithDescription("CAS oddities met while scanning (manifests treated as missing, unreadable directories, missing configured cells). [Development]"),
 		metric.WithUnit("{anomalies}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverCompiletoolsCasLeaseProblems, err = builder.meter.Int64Counter(
+		"otelcol_receiver_compiletools_cas_lease_problems",
+		metric.WithDescription("CAS store lease or id files that could not be used (symbolic links, not regular files, too large, garbage, unwritable); each is warned about once while it lasts. [Development]"),
+		metric.WithUnit("{problems}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverCompiletoolsCasLeasesHeld, err = builder.meter.Int64UpDownCounter(
+		"otelcol_receiver_compiletools_cas_leases_held",
+		metric.WithDescription("CAS stores with `scan: elect` whose lease this receiver holds, and so scans. [Development]"),
+		metric.WithUnit("{stores}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverCompiletoolsCasScanDuration, err = builder.meter.Float64Histogram(

@@ -28,6 +28,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverCompiletoolsBuilds.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsCapturedFiles.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsCasAnomalies.Add(context.Background(), 1)
+	tb.ReceiverCompiletoolsCasLeaseProblems.Add(context.Background(), 1)
+	tb.ReceiverCompiletoolsCasLeasesHeld.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsCasScanDuration.Record(context.Background(), 1)
 	tb.ReceiverCompiletoolsCasScanErrors.Add(context.Background(), 1)
 	tb.ReceiverCompiletoolsCheckpointWriteFailures.Add(context.Background(), 1)
@@ -49,6 +51,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverCompiletoolsCasAnomalies(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverCompiletoolsCasLeaseProblems(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverCompiletoolsCasLeasesHeld(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverCompiletoolsCasScanDuration(t, testTel,
