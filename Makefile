@@ -343,9 +343,10 @@ image: collector deps-deploy
 	deploy/container/build-image.sh $(IMAGE)
 	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(IMAGE)
 
-test-deploy: dist image venv
+test-deploy: dist image dist-gateway image-gateway venv
 	rm -f $(DEPLOY_REPORT)
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) CT_DIST_DIR=$(abspath $(DIST_DIR)) CT_IMAGE=$(IMAGE) \
+	  GATEWAY_BIN=$(abspath $(GATEWAY)) CT_GATEWAY_IMAGE=$(GATEWAY_IMAGE) \
 	  CT_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) $(PYTHON) -m pytest -q tests/deploy
 	@echo "== deployment measurements ($(DEPLOY_REPORT))" && cat $(DEPLOY_REPORT)
 
@@ -466,6 +467,30 @@ check-gateway-manifests: gateway $(GATEWAY_VENV)/.installed
 
 ## test-fleet: the fleet test (tests/fleet, docs/fleet.md); CT_FLEET_BUILDS, CT_FLEET_PLAY_S,
 ## CT_FLEET_AGENTS size it, CT_FLEET_FAULT=agent-no-wait|backend-batch makes it fail on purpose
+## dist-gateway / image-gateway: the gateway's .deb, .rpm and image, with the agent's
+## install scripts (renamed) and the agent's image builder on the same Debian base
+GATEWAY_VERSION      := $(shell sed -n 's/^  version: *//p' deploy/gateway/ocb-manifest.yaml)
+GATEWAY_IMAGE        ?= localhost/otelcol-gateway:$(GATEWAY_VERSION)
+GATEWAY_SCRIPTS      := $(DIST_DIR)/gateway-scripts
+.PHONY: dist-gateway image-gateway
+
+dist-gateway: gateway $(NFPM)
+	mkdir -p $(GATEWAY_SCRIPTS)
+	rm -f $(DIST_DIR)/otelcol-gateway*.deb $(DIST_DIR)/otelcol-gateway*.rpm
+	for script in deploy/packages/scripts/*.sh; do \
+	  sed 's/otelcol-compiletools agent/otelcol-gateway/; s/otelcol-compiletools/otelcol-gateway/g' $$script \
+	    > $(GATEWAY_SCRIPTS)/$$(basename $$script) || exit 1; \
+	done
+	for fmt in deb rpm; do \
+	  CT_VERSION=$(GATEWAY_VERSION) CT_ARCH=$(GOARCH) $(NFPM) package -f deploy/gateway/nfpm.yaml -p $$fmt -t $(DIST_DIR)/ || exit 1; \
+	done
+	ls -l $(DIST_DIR)/otelcol-gateway*
+
+image-gateway: gateway deps-deploy
+	deploy/container/build-image.sh $(GATEWAY_IMAGE) deploy/gateway/Dockerfile _build/otelcol-gateway/otelcol-gateway \
+	  deploy/gateway/config-lb.yaml deploy/gateway/config-backend.yaml deploy/gateway/config-backend-sampling.yaml
+	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(GATEWAY_IMAGE)
+
 test-fleet: gateway collector ct-otel-dump venv deps-prometheus $(JAEGER)
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) GATEWAY_BIN=$(abspath $(GATEWAY)) JAEGER_BIN=$(abspath $(JAEGER)) \
 	  CT_OTEL_DUMP=$(abspath $(CT_OTEL_DUMP)) $(PYTHON) -m pytest -q -s tests/fleet
