@@ -442,7 +442,7 @@ GATEWAY_SMOKE_CASE   ?= ../shared/corpus/cases/01-geom-shake-cold
 GATEWAY_SMOKE_BUILDS ?= 30
 GATEWAY_LOAD_BUILDS  ?= 0
 
-.PHONY: gateway gateway-smoke check-gateway-manifests test-fleet
+.PHONY: gateway gateway-smoke gateway-dns-smoke check-gateway-manifests test-fleet
 
 $(GATEWAY_OCB):
 	mkdir -p $(dir $@)
@@ -456,6 +456,14 @@ gateway-smoke: gateway collector ct-otel-dump
 	python3 deploy/gateway/smoke/smoke.py --gateway $(GATEWAY) --agent $(COLLECTOR) --dump $(CT_OTEL_DUMP) \
 	  --case $(GATEWAY_SMOKE_CASE) --builds $(GATEWAY_SMOKE_BUILDS) --load-builds $(GATEWAY_LOAD_BUILDS) \
 	  --workdir $(BUILD_DIR)/gateway-smoke --report $(BUILD_DIR)/gateway-smoke/report.json
+
+## gateway-dns-smoke: the lb's dns resolver as kubernetes/lb.yaml sets it, with the name in
+## a private /etc/hosts (root: unshare) over 3 backends on 127.0.0.2-4; scale down and up
+gateway-dns-smoke: gateway collector ct-otel-dump
+	python3 deploy/gateway/smoke/dns_smoke.py --gateway $(GATEWAY) --agent $(COLLECTOR) --dump $(CT_OTEL_DUMP) \
+	  --case $(GATEWAY_SMOKE_CASE) --workdir $(BUILD_DIR)/gateway-dns-smoke --report $(BUILD_DIR)/gateway-dns-smoke/report.json
+
+test: gateway-dns-smoke
 
 $(GATEWAY_VENV)/.installed: deploy/gateway/requirements.txt
 	python3 -m venv $(GATEWAY_VENV)
