@@ -48,3 +48,21 @@ def assert_agent_build_arrives(collector_binary, workdir, http_port, sink, gatew
             raise AssertionError(f"{exc}\n" + "\n".join(g.describe() for g in gateways)) from None
     finally:
         agent.stop()
+
+
+def assert_lb_and_backend_deliver(lb, backend, collector_binary, workdir, lb_http_port, sink, check_running=None):
+    """Start `backend`, then `lb` (services); `check_running(lb)` if given;
+    an agent's build through both arrives at the sink; both stop cleanly."""
+    backend.start()
+    try:
+        lb.start()
+        try:
+            if check_running is not None:
+                check_running(lb)
+            assert_agent_build_arrives(collector_binary, workdir, lb_http_port, sink, [lb, backend])
+        finally:
+            lb_code = lb.stop()
+    finally:
+        backend_code = backend.stop()
+    assert (lb_code, backend_code) == (0, 0) and not (lb.killed or backend.killed), (
+        f"exits lb {lb_code}, backend {backend_code}\n{lb.describe()}\n{backend.describe()}")

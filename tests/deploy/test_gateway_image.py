@@ -56,14 +56,5 @@ def test_gateway_image_roles_forward_an_agent_build(sink, collector_binary, tmp_
     with WorkingContainer(name) as backend_ctr, WorkingContainer(name) as lb_ctr:
         backend = _container_gateway(backend_ctr, tmp_path / "backend", "backend", backend_env, backend_ports)
         lb = _container_gateway(lb_ctr, tmp_path / "lb", "lb", lb_env, lb_ports)
-        backend.start()
-        try:
-            lb.start()
-            try:
-                gateway.assert_agent_build_arrives(collector_binary, tmp_path / "agent", lb_ports["http"], sink,
-                                                   [lb, backend])
-            finally:
-                lb_code = lb.stop()
-        finally:
-            backend_code = backend.stop()
-    assert (lb_code, backend_code) == (0, 0) and not (lb.killed or backend.killed), lb.describe() + backend.describe()
+        gateway.assert_lb_and_backend_deliver(lb, backend, collector_binary, tmp_path / "agent", lb_ports["http"],
+                                              sink)

@@ -28,9 +28,7 @@ Root only (mount namespaces); every wait bounded by --timeout.
 """
 
 import argparse
-import json
 import re
-import shutil
 import socket
 import sys
 import time
@@ -151,10 +149,7 @@ class Phase:
 
 def main():
     args = parse_args()
-    work = Path(args.workdir).resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    diag = work / "diag"
-    diag.mkdir(parents=True)
+    work, diag = smoke.fresh_workdir(args.workdir)
     resolver = manifest_resolver()
     port = port_free_on_all(ADDRESSES)
     resolver = {**resolver, "port": str(port), **({"interval": args.interval} if args.interval else {})}
@@ -206,10 +201,7 @@ def main():
             p.stop()
         sink.stop()
 
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.report:
-        Path(args.report).write_text(text + "\n")
+    smoke.write_report(report, args.report)
     problems = [p for phase in report["phases"].values() for p in phase["problems"]]
     if len(report["phases"]) < 3:
         problems.append("not every phase ran")

@@ -209,12 +209,26 @@ def wait_until(predicate, timeout, alive):
     return predicate()
 
 
-def main():
-    args = parse_args()
-    work = Path(args.workdir).resolve()
+def fresh_workdir(path):
+    """The emptied scratch directory and its diagnostics parent `diag/`."""
+    work = Path(path).resolve()
     shutil.rmtree(work, ignore_errors=True)
     diag = work / "diag"
     diag.mkdir(parents=True)
+    return work, diag
+
+
+def write_report(report, path=None):
+    """Print the report (JSON), and write it to `path` too."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if path:
+        Path(path).write_text(text + "\n")
+
+
+def main():
+    args = parse_args()
+    work, diag = fresh_workdir(args.workdir)
     builds = lay_out_builds(args.case, diag, args.builds)
     expected = expected_spans(args.dump, builds)
     report = {"builds": len(builds), "spans_per_build": sorted({len(v) for v in expected.values()}),
@@ -267,10 +281,7 @@ def main():
             p.stop()
         sink.stop()
 
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.report:
-        Path(args.report).write_text(text + "\n")
+    write_report(report, args.report)
     all_problems = report.get("smoke", {}).get("problems", []) + report.get("load", {}).get("problems", [])
     print("gateway smoke:", "passed" if not all_problems else f"FAILED ({len(all_problems)} problems)")
     return 0 if not all_problems else 1
