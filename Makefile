@@ -417,13 +417,19 @@ test-semconv: collector venv ct-otel-dump
 # --- end semconv ---
 
 # --- gateway: the tier between agents and the OTLP backend (deploy/gateway/) ---
-# Only test-fleet is part of `make test`. See deploy/gateway/README.md.
+# test-fleet and gateway-dns-smoke are part of `make test` (and the gateway's
+# package and image of test-deploy). See deploy/gateway/README.md.
 #   make gateway         the gateway distribution (one binary, lb and backend
 #                        roles by config) in _build/otelcol-gateway/
 #   make gateway-smoke   loopback: agent -> lb gateway -> 3 backend gateways ->
 #                        sink; every build's trace whole on exactly one backend
 #                        (GATEWAY_LOAD_BUILDS=5000: then replays the agent's
 #                        requests as that many builds and reports CPU and RSS)
+#   make gateway-dns-smoke  the lb's dns resolver (kubernetes/lb.yaml's) over a
+#                        private /etc/hosts: 3 backends, scale down, scale up (root)
+#   make dist-gateway    .deb and .rpm of the gateway in _build/dist/ (nfpm)
+#   make image-gateway   its image (buildah, the agent's Debian base)
+#   make bench-fleet-1m  one 1M-rule build through lb and backends (not in `make test`)
 #   make check-gateway-manifests  configs and Kubernetes manifests parse, the
 #                        ConfigMap holds the configs verbatim, the gateway
 #                        validates both roles
@@ -504,4 +510,13 @@ test-fleet: gateway collector ct-otel-dump venv deps-prometheus $(JAEGER)
 	  CT_OTEL_DUMP=$(abspath $(CT_OTEL_DUMP)) $(PYTHON) -m pytest -q -s tests/fleet
 
 test: test-fleet
+
+## bench-fleet-1m: one generated 1M-rule build (BENCH_FLEET_RULES) agent -> lb -> 3 backends
+## -> sink at the gateways' default settings; time, CPU/RSS per process, whole trace
+## (docs/fleet.md). Not in `make test`: ~10 min and 600 MB of input on 2 cores.
+BENCH_FLEET_RULES ?= 1000000
+.PHONY: bench-fleet-1m
+bench-fleet-1m: gateway collector venv
+	PYTHONPATH=tests $(PYTHON) -m fleet.bench_1m --agent $(COLLECTOR) --gateway $(GATEWAY) \
+	  --rules $(BENCH_FLEET_RULES) --report $(BUILD_DIR)/bench-fleet-1m/report.json
 # --- end gateway ---

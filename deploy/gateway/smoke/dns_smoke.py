@@ -28,6 +28,7 @@ Root only (mount namespaces); every wait bounded by --timeout.
 """
 
 import argparse
+import os
 import re
 import socket
 import sys
@@ -149,6 +150,10 @@ class Phase:
 
 def main():
     args = parse_args()
+    if os.geteuid() != 0:
+        # As tests/deploy: required in CI (root there), skipped elsewhere.
+        print("gateway dns smoke: needs root (a mount namespace for /etc/hosts)", file=sys.stderr)
+        return 1 if os.environ.get("CI") else 0
     work, diag = smoke.fresh_workdir(args.workdir)
     resolver = manifest_resolver()
     port = port_free_on_all(ADDRESSES)
