@@ -343,9 +343,10 @@ image: collector deps-deploy
 	deploy/container/build-image.sh $(IMAGE)
 	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(IMAGE)
 
-test-deploy: dist image venv
+test-deploy: dist image dist-gateway image-gateway venv
 	rm -f $(DEPLOY_REPORT)
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) CT_DIST_DIR=$(abspath $(DIST_DIR)) CT_IMAGE=$(IMAGE) \
+	  GATEWAY_BIN=$(abspath $(GATEWAY)) CT_GATEWAY_IMAGE=$(GATEWAY_IMAGE) \
 	  CT_DEPLOY_REPORT=$(abspath $(DEPLOY_REPORT)) $(PYTHON) -m pytest -q tests/deploy
 	@echo "== deployment measurements ($(DEPLOY_REPORT))" && cat $(DEPLOY_REPORT)
 
@@ -416,13 +417,19 @@ test-semconv: collector venv ct-otel-dump
 # --- end semconv ---
 
 # --- gateway: the tier between agents and the OTLP backend (deploy/gateway/) ---
-# Only test-fleet is part of `make test`. See deploy/gateway/README.md.
+# test-fleet and gateway-dns-smoke are part of `make test` (and the gateway's
+# package and image of test-deploy). See deploy/gateway/README.md.
 #   make gateway         the gateway distribution (one binary, lb and backend
 #                        roles by config) in _build/otelcol-gateway/
 #   make gateway-smoke   loopback: agent -> lb gateway -> 3 backend gateways ->
 #                        sink; every build's trace whole on exactly one backend
 #                        (GATEWAY_LOAD_BUILDS=5000: then replays the agent's
 #                        requests as that many builds and reports CPU and RSS)
+#   make gateway-dns-smoke  the lb's dns resolver (kubernetes/lb.yaml's) over a
+#                        private /etc/hosts: 3 backends, scale down, scale up (root)
+#   make dist-gateway    .deb and .rpm of the gateway in _build/dist/ (nfpm)
+#   make image-gateway   its image (buildah, the agent's Debian base)
+#   make bench-fleet-1m  one 1M-rule build through lb and backends (not in `make test`)
 #   make check-gateway-manifests  configs and Kubernetes manifests parse, the
 #                        ConfigMap holds the configs verbatim, the gateway
 #                        validates both roles
@@ -441,7 +448,7 @@ GATEWAY_SMOKE_CASE   ?= ../shared/corpus/cases/01-geom-shake-cold
 GATEWAY_SMOKE_BUILDS ?= 30
 GATEWAY_LOAD_BUILDS  ?= 0
 
-.PHONY: gateway gateway-smoke check-gateway-manifests test-fleet
+.PHONY: gateway gateway-smoke gateway-dns-smoke check-gateway-manifests test-fleet
 
 $(GATEWAY_OCB):
 	mkdir -p $(dir $@)
@@ -456,6 +463,14 @@ gateway-smoke: gateway collector ct-otel-dump
 	  --case $(GATEWAY_SMOKE_CASE) --builds $(GATEWAY_SMOKE_BUILDS) --load-builds $(GATEWAY_LOAD_BUILDS) \
 	  --workdir $(BUILD_DIR)/gateway-smoke --report $(BUILD_DIR)/gateway-smoke/report.json
 
+## gateway-dns-smoke: the lb's dns resolver as kubernetes/lb.yaml sets it, with the name in
+## a private /etc/hosts (root: unshare) over 3 backends on 127.0.0.2-4; scale down and up
+gateway-dns-smoke: gateway collector ct-otel-dump
+	python3 deploy/gateway/smoke/dns_smoke.py --gateway $(GATEWAY) --agent $(COLLECTOR) --dump $(CT_OTEL_DUMP) \
+	  --case $(GATEWAY_SMOKE_CASE) --workdir $(BUILD_DIR)/gateway-dns-smoke --report $(BUILD_DIR)/gateway-dns-smoke/report.json
+
+test: gateway-dns-smoke
+
 $(GATEWAY_VENV)/.installed: deploy/gateway/requirements.txt
 	python3 -m venv $(GATEWAY_VENV)
 	$(GATEWAY_VENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/gateway/requirements.txt
@@ -466,9 +481,42 @@ check-gateway-manifests: gateway $(GATEWAY_VENV)/.installed
 
 ## test-fleet: the fleet test (tests/fleet, docs/fleet.md); CT_FLEET_BUILDS, CT_FLEET_PLAY_S,
 ## CT_FLEET_AGENTS size it, CT_FLEET_FAULT=agent-no-wait|backend-batch makes it fail on purpose
+## dist-gateway / image-gateway: the gateway's .deb, .rpm and image, with the agent's
+## install scripts (renamed) and the agent's image builder on the same Debian base
+GATEWAY_VERSION      := $(shell sed -n 's/^  version: *//p' deploy/gateway/ocb-manifest.yaml)
+GATEWAY_IMAGE        ?= localhost/otelcol-gateway:$(GATEWAY_VERSION)
+GATEWAY_SCRIPTS      := $(DIST_DIR)/gateway-scripts
+.PHONY: dist-gateway image-gateway
+
+dist-gateway: gateway $(NFPM)
+	mkdir -p $(GATEWAY_SCRIPTS)
+	rm -f $(DIST_DIR)/otelcol-gateway*.deb $(DIST_DIR)/otelcol-gateway*.rpm
+	for script in deploy/packages/scripts/*.sh; do \
+	  sed 's/otelcol-compiletools agent/otelcol-gateway/; s/otelcol-compiletools/otelcol-gateway/g' $$script \
+	    > $(GATEWAY_SCRIPTS)/$$(basename $$script) || exit 1; \
+	done
+	for fmt in deb rpm; do \
+	  CT_VERSION=$(GATEWAY_VERSION) CT_ARCH=$(GOARCH) $(NFPM) package -f deploy/gateway/nfpm.yaml -p $$fmt -t $(DIST_DIR)/ || exit 1; \
+	done
+	ls -l $(DIST_DIR)/otelcol-gateway*
+
+image-gateway: gateway deps-deploy
+	deploy/container/build-image.sh $(GATEWAY_IMAGE) deploy/gateway/Dockerfile _build/otelcol-gateway/otelcol-gateway \
+	  deploy/gateway/config-lb.yaml deploy/gateway/config-backend.yaml deploy/gateway/config-backend-sampling.yaml
+	buildah --storage-driver vfs images --format '{{.Name}}:{{.Tag}} {{.Size}}' $(GATEWAY_IMAGE)
+
 test-fleet: gateway collector ct-otel-dump venv deps-prometheus $(JAEGER)
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) GATEWAY_BIN=$(abspath $(GATEWAY)) JAEGER_BIN=$(abspath $(JAEGER)) \
 	  CT_OTEL_DUMP=$(abspath $(CT_OTEL_DUMP)) $(PYTHON) -m pytest -q -s tests/fleet
 
 test: test-fleet
+
+## bench-fleet-1m: one generated 1M-rule build (BENCH_FLEET_RULES) agent -> lb -> 3 backends
+## -> sink at the gateways' default settings; time, CPU/RSS per process, whole trace
+## (docs/fleet.md). Not in `make test`: ~10 min and 600 MB of input on 2 cores.
+BENCH_FLEET_RULES ?= 1000000
+.PHONY: bench-fleet-1m
+bench-fleet-1m: gateway collector venv
+	PYTHONPATH=tests $(PYTHON) -m fleet.bench_1m --agent $(COLLECTOR) --gateway $(GATEWAY) \
+	  --rules $(BENCH_FLEET_RULES) --report $(BUILD_DIR)/bench-fleet-1m/report.json
 # --- end gateway ---

@@ -2,14 +2,20 @@
 # Builds the otelcol-compiletools image without a daemon or an image
 # registry (CI here, air-gapped hosts), with buildah from Debian's packages:
 #
-#   deploy/container/build-image.sh [TAG]    # default localhost/otelcol-compiletools:latest; as root
+#   deploy/container/build-image.sh [TAG [DOCKERFILE FILE...]]   # as root
+#
+# TAG defaults to localhost/otelcol-compiletools:latest, DOCKERFILE to this
+# directory's, FILE... (paths from the repository root, the first one the
+# binary) to what that Dockerfile's `prebuilt` target copies. The gateway's
+# image (deploy/gateway/Dockerfile, `make image-gateway`) is built the same
+# way on the same base.
 #
 # 1. A minimal Debian root (make-rootfs.sh: debootstrap from the apt source
 #    this machine already uses, trimmed like debian:*-slim), cached as a
 #    tarball under _build/image/.
 # 2. That root committed as a base image (`buildah from scratch` + add).
-# 3. The `prebuilt` target of deploy/container/Dockerfile on that base, with
-#    the binary `make collector` built: the same runtime stage that users
+# 3. The `prebuilt` target of the Dockerfile on that base, with the binary
+#    `make collector` (or `make gateway`) built: the same runtime stage that users
 #    with a registry build with `docker build`.
 # vfs storage and chroot isolation need neither overlay mounts nor user
 # namespaces, so this works inside an unprivileged container too.
@@ -18,12 +24,18 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 tag="${1:-localhost/otelcol-compiletools:latest}"
+dockerfile="${2:-$here/Dockerfile}"
+if (( $# > 2 )); then
+  files=("${@:3}")
+else
+  files=(_build/otelcol-compiletools/otelcol-compiletools deploy/packages/config.yaml)
+fi
 suite="${DEBIAN_SUITE:-bookworm}"
 cache="$repo/_build/image"
-binary="$repo/_build/otelcol-compiletools/otelcol-compiletools"
+binary="$repo/${files[0]}"
 buildah=(buildah --storage-driver vfs)
 
-[[ -x "$binary" ]] || { echo "build-image: $binary missing; run make collector first" >&2; exit 1; }
+[[ -x "$binary" ]] || { echo "build-image: $binary missing; build it first (make collector / make gateway)" >&2; exit 1; }
 for tool in buildah debootstrap; do
   command -v "$tool" >/dev/null || { echo "build-image: $tool missing (tests/install-deps.sh deploy installs it)" >&2; exit 1; }
 done
@@ -59,15 +71,16 @@ fi
 # ---- 3. the Dockerfile's prebuilt target -------------------------------------
 # A context with just what that target copies, at the paths the Dockerfile
 # names (the repository root would send gigabytes of build outputs).
-ctx="$cache/context"
+ctx="$cache/context.$$"
 rm -rf "$ctx"
-mkdir -p "$ctx/deploy/packages" "$ctx/_build/otelcol-compiletools"
-cp "$repo/deploy/packages/config.yaml" "$ctx/deploy/packages/"
-cp "$binary" "$ctx/_build/otelcol-compiletools/"
+for file in "${files[@]}"; do
+  mkdir -p "$ctx/$(dirname "$file")"
+  cp "$repo/$file" "$ctx/$file"
+done
 previous="$("${buildah[@]}" inspect --type image --format '{{.FromImageID}}' "$tag" 2>/dev/null || true)"
 "${buildah[@]}" bud --isolation chroot --pull=false --layers=false \
   --target prebuilt --build-arg "RUNTIME_BASE=$base_image" \
-  -f "$here/Dockerfile" -t "$tag" "$ctx"
+  -f "$dockerfile" -t "$tag" "$ctx"
 rm -rf "$ctx"
 # vfs keeps every layer as a full copy: drop the images this run replaced
 # (the old image first, it may still use the old base).

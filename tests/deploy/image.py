@@ -13,18 +13,27 @@ BUILDAH = ["buildah", "--storage-driver", "vfs"]
 DEFAULT_IMAGE = "localhost/otelcol-compiletools:latest"
 
 
+DEFAULT_GATEWAY_IMAGE = "localhost/otelcol-gateway:latest"
+
+
 def image_name():
     return os.environ.get("CT_IMAGE") or DEFAULT_IMAGE
+
+
+def gateway_image_name():
+    return os.environ.get("CT_GATEWAY_IMAGE") or DEFAULT_GATEWAY_IMAGE
 
 
 def buildah(*args, check=True):
     return subprocess.run(BUILDAH + [str(a) for a in args], capture_output=True, text=True, check=check)
 
 
-def require_image():
-    name = image_name()
+def require_image(name=None, target="image"):
+    """The image `name` (default: the agent's), failing with the make
+    target that builds it when it is missing."""
+    name = name or image_name()
     if buildah("inspect", "--type", "image", name, check=False).returncode != 0:
-        pytest.fail(f"image {name} not found; build it with `make image`", pytrace=False)
+        pytest.fail(f"image {name} not found; build it with `make {target}`", pytrace=False)
     return name
 
 

@@ -6,7 +6,6 @@ purge.
 The tests of the life cycle share one installation and run in file order.
 """
 
-import grp
 import os
 import pwd
 import re
@@ -23,11 +22,10 @@ import pytest
 from harness import collector as collector_mod
 from harness.service import ServiceCollector, read_environment_file, set_environment_file
 
-from . import builds, deploy_report
+from . import builds, deploy_report, packaging
 from .conftest import require_root
+from .packaging import group_exists, run, user_exists
 
-REPO = Path(__file__).resolve().parents[2]
-DIST = Path(os.environ.get("CT_DIST_DIR") or REPO / "_build" / "dist")
 PKG = "otelcol-compiletools"
 USER = PKG
 BINARY = Path("/usr/bin/otelcol-compiletools")
@@ -52,72 +50,30 @@ NAMESPACING_OPTIONS = (
 
 
 def the_package(suffix):
-    found = sorted(DIST.glob(f"{PKG}*{suffix}"))
-    assert len(found) == 1, f"want one {suffix} in {DIST} (make dist), found {found}"
-    return found[0]
-
-
-def run(*argv, check=True):
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=check)
+    return packaging.the_package(PKG, suffix)
 
 
 def installed_version():
-    out = run("dpkg-query", "-W", "-f=${db:Status-Abbrev}", PKG, check=False).stdout
-    return out.strip()
+    return packaging.installed_version(PKG)
 
 
 def purge_if_present():
-    if installed_version():
-        run("dpkg", "--purge", PKG)
-
-
-def user_exists(name):
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def group_exists(name):
-    try:
-        grp.getgrnam(name)
-        return True
-    except KeyError:
-        return False
+    packaging.purge_if_present(PKG)
 
 
 # ---- package contents (no installation) --------------------------------------
 
 def test_deb_contents_conffiles_and_scripts():
-    deb = the_package(".deb")
-    listing = run("dpkg-deb", "--contents", deb).stdout
-    files = {line.split()[-1].lstrip(".") for line in listing.splitlines() if not line.startswith("d")}
-    assert files == CONTENTS
-    modes = {line.split()[-1].lstrip("."): line.split()[0] for line in listing.splitlines()}
-    assert modes[str(ENV_FILE)] == "-rw-------", "the environment file may hold credentials"
-    assert modes[str(BINARY)] == "-rwxr-xr-x"
-    with tempfile.TemporaryDirectory() as ctl:
-        run("dpkg-deb", "--control", deb, ctl)
-        conffiles = set(Path(ctl, "conffiles").read_text().split())
-        assert conffiles == {str(CONFIG), str(ENV_FILE)}
-        for script in ("preinst", "postinst", "prerm", "postrm"):
-            assert os.access(Path(ctl, script), os.X_OK), f"{script} missing"
+    files, conffiles, scripts = packaging.deb_listing(the_package(".deb"))
+    assert set(files) == CONTENTS
+    assert files[str(ENV_FILE)] == "-rw-------", "the environment file may hold credentials"
+    assert files[str(BINARY)] == "-rwxr-xr-x"
+    assert conffiles == {str(CONFIG), str(ENV_FILE)}
+    assert scripts == {"preinst", "postinst", "prerm", "postrm"}
 
 
 def test_rpm_contents_configfiles_and_scripts():
-    rpm = the_package(".rpm")
-    assert set(run("rpm", "-qp", "--list", rpm).stdout.split()) == CONTENTS
-    assert set(run("rpm", "-qp", "--configfiles", rpm).stdout.split()) == {str(CONFIG), str(ENV_FILE)}
-    # %config(noreplace): an edited config survives upgrades.
-    flags = run("rpm", "-qp", "--queryformat", "[%{FILENAMES} %{FILEFLAGS:fflags}\n]", rpm).stdout
-    for line in flags.splitlines():
-        name, _, fl = line.partition(" ")
-        if name in (str(CONFIG), str(ENV_FILE)):
-            assert "c" in fl and "n" in fl, f"{name}: flags {fl!r}, want config + noreplace"
-    scripts = run("rpm", "-qp", "--scripts", rpm).stdout
-    for phase in ("preinstall", "postinstall", "preuninstall", "postuninstall"):
-        assert f"{phase} scriptlet" in scripts, f"rpm has no {phase} scriptlet"
+    packaging.assert_rpm_contents(the_package(".rpm"), CONTENTS, {str(CONFIG), str(ENV_FILE)})
 
 
 def _glibc_floor(requirement_text, pattern):
@@ -182,19 +138,8 @@ def test_packaged_config_validates(installed):
     assert bad.returncode != 0 and "include" in bad.stderr, bad.stderr
 
 
-def _unit_settings(path):
-    """{key: [values]} of a unit file's [Service] and [Unit] lines."""
-    settings = {}
-    for line in Path(path).read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", ";", "[")) and "=" in line:
-            key, _, value = line.partition("=")
-            settings.setdefault(key.strip(), []).append(value.strip())
-    return settings
-
-
 def test_unit_verifies_and_matches_the_package(installed):
-    unit = _unit_settings(UNIT)
+    unit = packaging.unit_settings(UNIT)
     assert unit["User"] == [USER] and unit["Group"] == [USER]
     assert unit["EnvironmentFile"] == [str(ENV_FILE)]
     assert unit["ExecStart"] == [f"{BINARY} --config {CONFIG}"]
@@ -209,13 +154,7 @@ def test_unit_verifies_and_matches_the_package(installed):
     config = CONFIG.read_text()
     assert f"{STATE}/file_storage" in config and f"{STATE}/capture" in config, (
         "file_storage and captures belong under the unit's StateDirectory")
-
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze not available")
-    result = run(analyze, "verify", UNIT, check=False)
-    complaints = [ln for ln in (result.stdout + result.stderr).splitlines() if UNIT.name in ln]
-    assert result.returncode == 0 and not complaints, result.stdout + result.stderr
+    packaging.assert_unit_verifies(UNIT)
 
 
 def _readable_only_by_group(tmp_root):

@@ -1,40 +1,46 @@
-"""The .deb under a booted systemd (systemd-nspawn): installing enables and
-starts the unit; configured through its EnvironmentFile and a group drop-in
-it delivers builds, captures transient files as hard links (the unit makes
-no mount namespace), restarts after kill -9; purging stops it and removes it.
+"""The .debs under a booted systemd (systemd-nspawn), one machine for both.
+The agent's: installing enables and starts the unit; configured through its
+EnvironmentFile and a group drop-in it delivers builds, captures transient
+files as hard links (the unit makes no mount namespace), restarts after
+kill -9; purging stops it and removes it. The gateway's: its hardened unit
+(a mount namespace of its own) starts as configured and forwards a build.
 Skipped where systemd-nspawn cannot boot a machine."""
 
 import re
 import time
+import urllib.request
 
 import pytest
 
 from harness import reference
+from harness.service import set_environment_file
 
-from . import builds, deploy_report
+from . import builds, deploy_report, gateway, packaging
 from .conftest import require_root
 from .nspawn import BootFailed, Machine
 from .test_package import ENV_FILE, STATE, USER, the_package
 
 UNIT = "otelcol-compiletools.service"
 DIAG = "/srv/builds/diag"
+GATEWAY_UNIT = "otelcol-gateway.service"
 
 
-@pytest.fixture
-def machine(tmp_path):
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory):
     require_root()
-    deb = the_package(".deb")
+    debs = {"deb": the_package(".deb"), "gateway_deb": packaging.the_package("otelcol-gateway", ".deb")}
     try:
-        with Machine(tmp_path) as m:
-            (m.root / "root" / deb.name).write_bytes(deb.read_bytes())
-            m.deb = f"/root/{deb.name}"
+        with Machine(tmp_path_factory.mktemp("nspawn")) as m:
+            for attr, deb in debs.items():
+                (m.root / "root" / deb.name).write_bytes(deb.read_bytes())
+                setattr(m, attr, f"/root/{deb.name}")
             yield m
     except BootFailed as exc:
         pytest.skip(f"systemd-nspawn cannot boot a machine here: {exc}")
 
 
-def _show(machine, *props):
-    out = machine.sh(f"systemctl show {UNIT} " + " ".join(f"-p {p}" for p in props)).stdout
+def _show(machine, *props, unit=UNIT):
+    out = machine.sh(f"systemctl show {unit} " + " ".join(f"-p {p}" for p in props)).stdout
     return dict(line.split("=", 1) for line in out.splitlines())
 
 
@@ -106,3 +112,40 @@ def test_systemd_runs_the_package(machine, sink, corpus_dir):
     assert m.sh(f"getent passwd {USER}", check=False).returncode != 0
     assert not (m.root / STATE.relative_to("/")).exists()
     assert not (m.root / "etc/systemd/system/multi-user.target.wants" / UNIT).exists()
+
+
+def _wait_healthy(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"no healthy gateway on port {port} after {timeout} s")
+
+
+def test_systemd_runs_the_gateway_package(machine, sink, collector_binary, tmp_path):
+    m = machine
+    m.sh(f"dpkg -i {m.gateway_deb}")
+    assert m.sh(f"systemctl is-enabled {GATEWAY_UNIT}").stdout.strip() == "enabled"
+    # The packaged role (backend) on this test's ports, exporting to the sink.
+    env, ports = gateway.instance_env("backend", GATEWAY_EXPORT_ENDPOINT=sink.endpoint)
+    set_environment_file(m.root / "etc/otelcol-gateway/otelcol-gateway.env", **env)
+    m.sh(f"systemctl restart {GATEWAY_UNIT}")
+    _wait_healthy(ports["health"])
+    shown = _show(m, "MainPID", "ActiveState", unit=GATEWAY_UNIT)
+    assert shown["ActiveState"] == "active", shown
+    pid = shown["MainPID"]
+    status = m.sh(f"cat /proc/{pid}/status").stdout
+    assert m.sh("id -u otelcol-gateway").stdout.strip() == re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)
+    namespaces = m.sh(f"readlink /proc/{pid}/ns/mnt /proc/1/ns/mnt").stdout.split()
+    assert namespaces[0] != namespaces[1], "the gateway's unit has no mount namespace of its own"
+
+    gateway.assert_agent_build_arrives(collector_binary, tmp_path / "agent", ports["http"], sink, [])
+
+    m.sh("dpkg --purge otelcol-gateway")
+    assert m.sh(f"systemctl is-active {GATEWAY_UNIT}", check=False).stdout.strip() == "inactive"
+    assert m.sh("getent passwd otelcol-gateway", check=False).returncode != 0

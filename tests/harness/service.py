@@ -61,7 +61,9 @@ class ServiceCollector(collector_mod.Collector):
     """
 
     def __init__(self, argv, workdir, health_port, env=None, user=None, config_path=None,
-                 wrapped=False):
+                 wrapped=False, executable="otelcol-compiletools"):
+        # With `wrapped`, the process below the wrapper whose executable is
+        # named `executable` is the collector.
         # Not Collector.__init__: that writes the e2e harness's own config.
         self.argv = [str(a) for a in argv]
         self.binary = Path(self.argv[0])
@@ -72,6 +74,7 @@ class ServiceCollector(collector_mod.Collector):
         self.env = env
         self.user = user
         self.wrapped = wrapped
+        self.executable = executable
         self.stdout_path = self.workdir / "collector.stdout"
         self.stderr_path = self.workdir / "collector.stderr"
         self.proc = None
@@ -97,7 +100,7 @@ class ServiceCollector(collector_mod.Collector):
 
     def collector_pid(self):
         """The collector's pid: ours, or the wrapper's descendant whose
-        executable is otelcol-compiletools (None if there is none)."""
+        executable is named like `self.executable` (None if there is none)."""
         if not self.wrapped:
             return self.proc.pid
         children = {}
@@ -111,7 +114,7 @@ class ServiceCollector(collector_mod.Collector):
         while todo:
             pid = todo.pop()
             try:
-                if os.readlink(f"/proc/{pid}/exe").endswith("/otelcol-compiletools"):
+                if os.readlink(f"/proc/{pid}/exe").endswith("/" + self.executable):
                     return pid
             except OSError:
                 pass

@@ -63,16 +63,17 @@ def parse_args():
     return p.parse_args()
 
 
-def lay_out_builds(case, diag, count):
+def lay_out_builds(case, diag, count, first=0):
     """`count` copies of the case's invocation directory under `diag`,
-    named like ct-cake's (timestamp-pid); each path gives its own trace id."""
+    named like ct-cake's (timestamp-pid, pids from 30000 + `first`); each
+    path gives its own trace id."""
     sources = sorted(p for p in (Path(case) / "diagnostics").iterdir() if (p / "timing.json").exists())
     if not sources:
         raise SystemExit(f"no finished build under {case}/diagnostics")
     stamp = sources[0].name.split("-")[0]
     builds = []
     for i in range(count):
-        target = diag / f"{stamp}-{30000 + i}"
+        target = diag / f"{stamp}-{30000 + first + i}"
         shutil.copytree(sources[0], target)  # copy2: keeps modification times
         builds.append(target)
     return builds
@@ -93,10 +94,13 @@ def expected_spans(dump, builds):
     return expected
 
 
-def backend_gateway(binary, workdir, name, sink):
-    grpc, health = free_port(), free_port()
+def backend_gateway(binary, workdir, name, sink, grpc_address=None):
+    """A backend exporting to `sink`, its OTLP/gRPC on `grpc_address`
+    (host:port; default a free port of 127.0.0.1)."""
+    grpc_address = grpc_address or f"127.0.0.1:{free_port()}"
+    health = free_port()
     env = {
-        "GATEWAY_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{grpc}",
+        "GATEWAY_OTLP_GRPC_ENDPOINT": grpc_address,
         "GATEWAY_OTLP_HTTP_ENDPOINT": f"127.0.0.1:{free_port()}",
         "GATEWAY_HEALTH_ENDPOINT": f"127.0.0.1:{health}",
         "GATEWAY_METRICS_PORT": str(free_port()),
@@ -105,19 +109,22 @@ def backend_gateway(binary, workdir, name, sink):
         "GATEWAY_EXPORT_HEADERS": json.dumps({GATEWAY_HEADER: name}),
     }
     argv = [binary, "--config", GATEWAY_DIR / "config-backend.yaml"]
-    return Process(name, argv, workdir, env, health), f"127.0.0.1:{grpc}"
+    return Process(name, argv, workdir, env, health), grpc_address
 
 
-def lb_gateway(binary, workdir, backends, config):
+def lb_gateway(binary, workdir, backends, config, resolver=None, wrapper=()):
+    """The lb in front of `backends` (static resolver) or with `resolver`
+    (the load_balancing exporter's resolver block); `wrapper` prefixes its
+    command line."""
     http, health, metrics = free_port(), free_port(), free_port()
     env = {
         "GATEWAY_OTLP_GRPC_ENDPOINT": f"127.0.0.1:{free_port()}",
         "GATEWAY_OTLP_HTTP_ENDPOINT": f"127.0.0.1:{http}",
         "GATEWAY_HEALTH_ENDPOINT": f"127.0.0.1:{health}",
         "GATEWAY_METRICS_PORT": str(metrics),
-        "GATEWAY_BACKENDS": json.dumps({"static": {"hostnames": backends}}),
+        "GATEWAY_BACKENDS": json.dumps(resolver or {"static": {"hostnames": backends}}),
     }
-    argv = [binary, "--config", config]
+    argv = [*wrapper, binary, "--config", config]
     return Process("lb", argv, workdir, env, health), f"http://127.0.0.1:{http}", metrics
 
 
@@ -202,12 +209,26 @@ def wait_until(predicate, timeout, alive):
     return predicate()
 
 
-def main():
-    args = parse_args()
-    work = Path(args.workdir).resolve()
+def fresh_workdir(path):
+    """The emptied scratch directory and its diagnostics parent `diag/`."""
+    work = Path(path).resolve()
     shutil.rmtree(work, ignore_errors=True)
     diag = work / "diag"
     diag.mkdir(parents=True)
+    return work, diag
+
+
+def write_report(report, path=None):
+    """Print the report (JSON), and write it to `path` too."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if path:
+        Path(path).write_text(text + "\n")
+
+
+def main():
+    args = parse_args()
+    work, diag = fresh_workdir(args.workdir)
     builds = lay_out_builds(args.case, diag, args.builds)
     expected = expected_spans(args.dump, builds)
     report = {"builds": len(builds), "spans_per_build": sorted({len(v) for v in expected.values()}),
@@ -260,10 +281,7 @@ def main():
             p.stop()
         sink.stop()
 
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.report:
-        Path(args.report).write_text(text + "\n")
+    write_report(report, args.report)
     all_problems = report.get("smoke", {}).get("problems", []) + report.get("load", {}).get("problems", [])
     print("gateway smoke:", "passed" if not all_problems else f"FAILED ({len(all_problems)} problems)")
     return 0 if not all_problems else 1
