@@ -102,13 +102,10 @@ func openAt(parent int, name, path string) (*Dir, error) {
 		}
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	id, err := statxID(fd, "", unix.AT_EMPTY_PATH)
-	if err != nil {
-		_ = unix.Close(fd)
-		return nil, err
-	}
-	return &Dir{f: os.NewFile(uintptr(fd), path), id: id, path: path}, nil
+	return fromFd(fd, path)
 }
+
+func newFile(fd int, path string) *os.File { return os.NewFile(uintptr(fd), path) }
 
 func isLinkAt(parent int, name string) bool {
 	var st unix.Stat_t

@@ -133,4 +133,53 @@ func TestSwapBetweenDiscoveryAndFollowIsRefused(t *testing.T) {
 	}
 }
 
-
+// Issue 22, defect 3 of the brief's list (live.files): a mapping's make
+// timing directory and ninja log are opened through no link in any
+// component. The build's owner swaps a directory in the middle of the
+// configured path for a link to another user's tree: nothing there is
+// read; the real path, back in place, is.
+func TestLiveFilesMappingIsOpenedThroughNoLink(t *testing.T) {
+	root := t.TempDir()
+	pid := os.Getpid()
+	build := filepath.Join(root, "runs", "20261130T000000-"+strconv.Itoa(pid))
+	if err := os.MkdirAll(build, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "alice", "src")
+	bindir := filepath.Join(src, "bin", "gcc.debug")
+	victimSrc := filepath.Join(root, "bob", "src")
+	for _, d := range []string{bindir, filepath.Join(victimSrc, "bin", "gcc.debug")} {
+		os.MkdirAll(d, 0o755)
+	}
+	makeLog := ".ct-make-timing." + strconv.Itoa(pid) + ".1.jsonl"
+	line := func(target string) string {
+		return `{"target":"` + target + `","start_ns":1796009765464839000,"end_ns":1796009765542899000}` + "\n"
+	}
+	appendTo(t, filepath.Join(victimSrc, "bin", "gcc.debug", makeLog), line("/SECRET/libkey.a"))
+	appendTo(t, filepath.Join(victimSrc, ".ninja_log"), "# ninja log v5\n10\t20\t0\tSECRET/x.o\t1\n")
+	// The middle of the configured path becomes a link to the victim's.
+	os.Rename(src, src+".old")
+	if err := os.Symlink(victimSrc, src); err != nil {
+		t.Fatal(err)
+	}
+	tr, logs := testTracker(t, []FilesMapping{{Include: filepath.Join(root, "runs", "*"), MakeTimingDir: bindir, NinjaLog: filepath.Join(src, ".ninja_log")}})
+	ctx := context.Background()
+	found, _ := dirfd.OfDir(build)
+	tr.takeScan([]string{build}, map[string]dirfd.ID{build: found}, time.Now())
+	tr.tick(ctx)
+	appendTo(t, filepath.Join(victimSrc, ".ninja_log"), "20\t30\t0\tSECRET/y.o\t2\n")
+	tr.tick(ctx)
+	if tr.running() != 1 {
+		t.Fatalf("the build is not followed: %d", tr.running())
+	}
+	if logs.contains("SECRET") {
+		t.Fatal("a file behind a link in a live.files path was read")
+	}
+	os.Remove(src)
+	os.Rename(src+".old", src)
+	appendTo(t, filepath.Join(bindir, makeLog), line("/own/liba.a"))
+	tr.tick(ctx)
+	if !logs.contains("/own/liba.a") {
+		t.Fatal("the mapped make timing log is not read")
+	}
+}
