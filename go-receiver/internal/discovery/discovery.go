@@ -15,6 +15,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
 )
 
 // TimingFile is written last (by atomic rename) and marks a finished build.
@@ -142,6 +143,9 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 			// taken not following a link: a link swapped in since it was
 			// listed is no running build.
 			id, idErr := dirfd.OfDir(dir)
+			if errors.Is(idErr, regularfile.ErrSymlink) {
+				s.Problems = append(s.Problems, Problem{Path: dir, Err: ErrSymlink})
+			}
 			if idErr != nil {
 				return
 			}
