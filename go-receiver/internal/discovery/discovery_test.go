@@ -1,13 +1,13 @@
 package discovery
 
 import (
-	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
-
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 )
 
 func mkBuild(t *testing.T, parent, name string, finished bool) string {
