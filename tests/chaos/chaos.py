@@ -89,7 +89,7 @@ def run_shared(binary, sizes, scratch):
             shared_host.abandoned_capture(binary, scratch),
             shared_host.validation(binary, scratch),
             shared_host_links.swapped_git(binary, scratch, "dotgit"),
-            shared_host_links.swapped_git(binary, scratch, "ref"),
+            shared_host_links.swapped_git(binary, scratch, "refs"),
             shared_host_links.swapped_cas_store(binary, scratch)]
 
 

@@ -6,6 +6,7 @@ store bytes, that reached the sink)."""
 
 import ctypes
 import os
+import shutil
 import threading
 import time
 
@@ -44,9 +45,10 @@ def _strings_in_spans(sink):
 
 def swapped_git(binary, scratch, which):
     """As a non-root user: the work tree of finished builds has its `.git`
-    (which="dotgit") or its branch ref (which="ref") replaced by a link to
-    another user's repository (0700) before the builds finish. The builds
-    must arrive; the victim's commit id never."""
+    (which="dotgit") or its refs directory (which="refs", a link in the
+    middle of the ref's path) replaced by a link to another user's
+    repository (0700) before the builds finish. The builds must arrive;
+    the victim's commit id never."""
     user = packaged.ensure_user()
     root = packaged.scratch_for_others("chaos-git-")
     tree = root / "P"
@@ -61,9 +63,8 @@ def swapped_git(binary, scratch, which):
         os.symlink(victim / ".git", tree / ".git")
     else:
         _repo(tree / ".git", OWN_SHA)
-        ref = tree / ".git" / "refs" / "heads" / "main"
-        ref.unlink()
-        os.symlink(victim / ".git" / "refs" / "heads" / "main", ref)
+        shutil.rmtree(tree / ".git" / "refs")
+        os.symlink(victim / ".git" / "refs", tree / ".git" / "refs")
     names = [packaged.build_name(i, hour=13) for i in range(3)]
     runnable = _runnable(binary, root)
     with OtlpSink() as sink:
@@ -81,7 +82,7 @@ def swapped_git(binary, scratch, which):
             proc.stop()
     foreign = sum(len(v) for v in values if VICTIM_SHA in v)
     packaged.rmtree(root)
-    what = "`.git`" if which == "dotgit" else "branch ref"
+    what = "`.git`" if which == "dotgit" else "refs directory"
     return row(f"non-root: work tree's {what} a link to another user's repository", len(names), len(got),
                foreign, rss, fds, f"victim's commit id in spans: {foreign // len(VICTIM_SHA)} times; "
                f"warnings: {sum(1 for l in text.splitlines() if 'warn' in l.lower())}")

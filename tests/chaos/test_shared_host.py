@@ -84,7 +84,7 @@ def test_validation_and_empty_storage(binary, tmp_path):
     assert all(r["results"].values()), r
 
 
-@pytest.mark.parametrize("which", ["dotgit", "ref"])
+@pytest.mark.parametrize("which", ["dotgit", "refs"])
 def test_swapped_git_metadata_is_not_read(binary, tmp_path, which):
     r = shared_host_links.swapped_git(binary, tmp_path, which)
     ROWS.append(r)
