@@ -90,7 +90,8 @@ def run_shared(binary, sizes, scratch):
             shared_host.validation(binary, scratch),
             shared_host_links.swapped_git(binary, scratch, "dotgit"),
             shared_host_links.swapped_git(binary, scratch, "refs"),
-            shared_host_links.swapped_cas_store(binary, scratch)]
+            shared_host_links.swapped_cas_store(binary, scratch),
+            shared_host_links.foreign_time_traces(binary, scratch)]
 
 
 def hostile_mismatches(h):

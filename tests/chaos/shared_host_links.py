@@ -9,11 +9,12 @@ import os
 import shutil
 import threading
 import time
+from pathlib import Path
 
 from harness import otlp, packaged
 from harness.otlp_sink import OtlpSink
 
-from .shared_host import Sampler, _runnable, _start, _victim, _wait_delivered, row
+from .shared_host import Sampler, _root_attrs, _runnable, _start, _victim, _wait_delivered, row
 
 VICTIM_SHA = "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2"
 OWN_SHA = "0aa1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3"
@@ -178,3 +179,48 @@ def _points(rm):
             if kind:
                 for p in getattr(metric, kind).data_points:
                     yield variant, (metric.name, p)
+
+
+def _corpus_time_trace():
+    return Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "time-trace" / "geom-ninja-cold"
+
+
+def foreign_time_traces(binary, scratch):
+    """As a non-root user: a finished build (a real ninja build of the
+    corpus, its timing.json's targets rewritten) whose compile targets name
+    another user's object directory, where that user's clang traces are
+    (0700, 29 traces). None of them may be read."""
+    case = _corpus_time_trace()
+    user = packaged.ensure_user()
+    root = packaged.scratch_for_others("chaos-trace-")
+    victim, pw = _victim(root, user, "src")
+    shutil.copytree(case / "traces" / "cas-objdir", victim / "cas-objdir")
+    _chown_tree(victim, pw)
+    traces = list((victim / "cas-objdir").rglob("*.json"))
+    trace_bytes = sum(p.stat().st_size for p in traces)
+    diag = root / "diag"
+    diag.mkdir()
+    src_id = next((case / "diagnostics").iterdir()).name
+    timing = (case / "diagnostics" / src_id / "timing.json").read_bytes()
+    timing = timing.replace(b"/home/dev/src/geom-ninja", str(victim).encode())
+    runnable = _runnable(binary, root)
+    with OtlpSink() as sink:
+        proc = _start(runnable, root, diag, sink, user=user)
+        sampler = Sampler(proc)
+        try:
+            time.sleep(1.0)
+            packaged.finish_build(diag, src_id, timing=timing)
+            sink.wait_for(lambda: _root_attrs(sink, src_id) is not None, 30)
+            sink.wait_quiet(1.0, 10)
+            attrs = _root_attrs(sink, src_id) or {}
+            got = [src_id] if attrs else []
+        finally:
+            rss, fds = sampler.stop()
+            proc.stop()
+    read = int(attrs.get("ct.build.clang.traces") or 0)
+    refused = int(attrs.get("ct.build.clang.traces_refused") or 0)
+    foreign = trace_bytes * read // max(len(traces), 1)
+    packaged.rmtree(root)
+    return row("non-root: build's targets in another user's tree, with that user's clang traces", 1, len(got),
+               foreign, rss, fds, f"victim's traces read {read} of {len(traces)} ({trace_bytes} bytes in all), "
+               f"refused {refused}", traces_read=read)

@@ -96,3 +96,9 @@ def test_swapped_cas_store_in_a_pool_is_not_scanned(binary, tmp_path):
     ROWS.append(r)
     assert r["scans"] >= 5, r   # the race had its chances
     assert r["foreign_bytes"] == 0, r
+
+
+def test_another_users_time_traces_are_not_read(binary, tmp_path):
+    r = shared_host_links.foreign_time_traces(binary, tmp_path)
+    ROWS.append(r)
+    assert r["lost"] == 0 and r["traces_read"] == 0 and r["foreign_bytes"] == 0, r
