@@ -23,6 +23,12 @@
 //! * a cell path that exists but is not a directory, or is missing, gives
 //!   `exists = false` (compiletools: not scanned in default scope, zeros
 //!   when requested explicitly — the caller's choice, formats.md §6.8).
+//! * a cell found in a pool ([`CellOrigin::PoolMember`]) that is a
+//!   symbolic link is not scanned, also when it became one after the
+//!   receiver listed the pool (counted as `symlinked_dir_ignored`, with a
+//!   warning); compiletools' enumeration skips such entries too, but opens
+//!   the ones it keeps by path. Shards and command-hash directories are
+//!   opened relative to the cell's handle (module `cell`).
 //!
 //! Kept for parity although odd (formats.md §6.8, §8 item 22): obj entries that
 //! are symlinks count with their target's size and directories named like
