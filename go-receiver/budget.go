@@ -80,7 +80,9 @@ func inputBytes(b discovery.Build, req ffi.Request) int64 {
 		if p == "" {
 			continue
 		}
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		// Lstat: a link is refused by the core's open, so it costs nothing
+		// (and another user's file's size is not looked at).
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
 			n += st.Size()
 		}
 	}

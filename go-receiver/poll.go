@@ -31,7 +31,7 @@ func (r *compiletoolsReceiver) poll(ctx context.Context) {
 		}
 	}
 	r.followRunning(ctx, scan)
-	r.liveBuilds.Offer(scan.Running)
+	r.liveBuilds.Offer(scan.Running, scan.RunningIDs)
 	if r.firstPoll {
 		r.firstPoll = false
 		r.warnEmptyStorage(scan.Finished)
@@ -80,7 +80,7 @@ func (r *compiletoolsReceiver) followRunning(ctx context.Context, scan discovery
 		if r.liveBuilds.IsAbandoned(dir) {
 			continue // its ct-cake died: its capture was deleted (issue 22, defect 7)
 		}
-		n, err := r.capturer.Observe(dir)
+		n, err := r.capturer.ObserveFound(dir, scan.RunningIDs[dir])
 		if n > 0 {
 			r.telemetry.ReceiverCompiletoolsCapturedFiles.Add(ctx, int64(n))
 		}

@@ -42,6 +42,48 @@ pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
     read_bounded_in(None, path, max_bytes)
 }
 
+/// [`read_bounded`] of a file that must belong to the user `owner` (when
+/// given), checked on the open descriptor: a file that belongs to anyone
+/// else is refused unread (`PermissionDenied`). For files a build names by
+/// path anywhere on the host (clang's time traces, next to the targets in
+/// `timing.json`): a build's owner could otherwise name another user's
+/// files the collector can read (issue 22, defect 2).
+pub fn read_bounded_owned_by(path: &Path, max_bytes: u64, owner: Option<u32>) -> Result<Vec<u8>, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let (partial, ()) = read_bounded_partial_reserving(None, path, max_bytes, 0, |file, _, bytes| {
+        if let Some(uid) = owner {
+            match file.metadata() {
+                Ok(meta) if meta.uid() == uid => {}
+                Ok(meta) => {
+                    let why = format!(
+                        "owned by uid {}, not by the build's owner (uid {uid}); not read",
+                        meta.uid()
+                    );
+                    let error = Some(io::Error::new(io::ErrorKind::PermissionDenied, why));
+                    return (
+                        Partial {
+                            bytes: Vec::new(),
+                            error,
+                        },
+                        (),
+                    );
+                }
+                Err(error) => {
+                    return (
+                        Partial {
+                            bytes: Vec::new(),
+                            error: Some(error),
+                        },
+                        (),
+                    )
+                }
+            }
+        }
+        (read_pieces(file, bytes, max_bytes, &mut |_| {}), ())
+    })?;
+    complete(path, partial)
+}
+
 /// [`read_bounded`], with `path` opened relative to `dir` when it names a
 /// file of that directory (see [`InvocationDir::open_file`]).
 pub fn read_bounded_in(dir: Option<&InvocationDir>, path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
@@ -290,6 +332,13 @@ impl InvocationDir {
             path: path.to_path_buf(),
             fd,
         })
+    }
+
+    /// The user owning the directory (the build's owner: ct-cake made it),
+    /// from the open descriptor.
+    pub fn owner(&self) -> Option<u32> {
+        use std::os::unix::fs::MetadataExt;
+        self.fd.metadata().ok().map(|m| m.uid())
     }
 
     /// Opens `path` for reading like [`open_without_blocking`]; a file of

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import packaged
 
-from . import scenarios, shared_host
+from . import scenarios, shared_host, shared_host_links
 
 FULL = {"kill": dict(backlog=1000, added=200, kills=10), "outage": dict(backlog=300, down_s=60.0),
         "hostile": dict(good=20), "perm": dict(unreadable=1000, good=20),
@@ -87,7 +87,11 @@ def run_shared(binary, sizes, scratch):
             shared_host.graph_memory(binary, scratch, sizes["graph_mib"], "continuations"),
             shared_host.graph_memory(binary, scratch, sizes["graph_mib"], "nuls"),
             shared_host.abandoned_capture(binary, scratch),
-            shared_host.validation(binary, scratch)]
+            shared_host.validation(binary, scratch),
+            shared_host_links.swapped_git(binary, scratch, "dotgit"),
+            shared_host_links.swapped_git(binary, scratch, "refs"),
+            shared_host_links.swapped_cas_store(binary, scratch),
+            shared_host_links.foreign_time_traces(binary, scratch)]
 
 
 def hostile_mismatches(h):

@@ -5,7 +5,7 @@ import pytest
 
 from harness import packaged
 
-from . import chaos, shared_host
+from . import chaos, shared_host, shared_host_links
 
 ROWS = []
 SIZES = chaos.SHARED_FAST
@@ -82,3 +82,23 @@ def test_validation_and_empty_storage(binary, tmp_path):
     r = shared_host.validation(binary, tmp_path)
     ROWS.append(r)
     assert all(r["results"].values()), r
+
+
+@pytest.mark.parametrize("which", ["dotgit", "refs"])
+def test_swapped_git_metadata_is_not_read(binary, tmp_path, which):
+    r = shared_host_links.swapped_git(binary, tmp_path, which)
+    ROWS.append(r)
+    assert r["lost"] == 0 and r["foreign_bytes"] == 0, r
+
+
+def test_swapped_cas_store_in_a_pool_is_not_scanned(binary, tmp_path):
+    r = shared_host_links.swapped_cas_store(binary, tmp_path)
+    ROWS.append(r)
+    assert r["scans"] >= 5, r   # the race had its chances
+    assert r["foreign_bytes"] == 0, r
+
+
+def test_another_users_time_traces_are_not_read(binary, tmp_path):
+    r = shared_host_links.foreign_time_traces(binary, tmp_path)
+    ROWS.append(r)
+    assert r["lost"] == 0 and r["traces_read"] == 0 and r["foreign_bytes"] == 0, r

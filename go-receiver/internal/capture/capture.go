@@ -84,6 +84,18 @@ func (c *Capturer) buildDir(invocationDir string) string {
 // exist now in a running build's directory. It returns how many files were
 // newly linked (copies are counted when made, through Copied).
 func (c *Capturer) Observe(invocationDir string) (int, error) {
+	return c.ObserveFound(invocationDir, dirfd.ID{})
+}
+
+// ErrNotFound: the directory opened is not the one discovery found.
+var ErrNotFound = errors.New("not the directory discovery found; not captured")
+
+// ObserveFound is Observe of the directory discovery found with identity
+// found (zero: any): a directory swapped in since (it, or one above it)
+// is refused with ErrNotFound, nothing of it captured (issue 22, defect
+// 2). The capture's first claim records this identity; later looks
+// compare with it.
+func (c *Capturer) ObserveFound(invocationDir string, found dirfd.ID) (int, error) {
 	d, err := dirfd.Open(invocationDir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -92,6 +104,9 @@ func (c *Capturer) Observe(invocationDir string) (int, error) {
 		return 0, err
 	}
 	defer d.Close()
+	if !found.IsZero() && d.ID() != found {
+		return 0, fmt.Errorf("%s: %w (identity %s, opened %s)", invocationDir, ErrNotFound, found, d.ID())
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sub := c.buildDir(invocationDir)

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 )
 
 // Issue 22, defect 2: a build directory replaced by a link to another
@@ -117,5 +119,39 @@ func TestSweepDeletesCapturesOfVanishedBuilds(t *testing.T) {
 	}
 	if c.Path(kept, Statslog) == "" {
 		t.Fatal("the capture of a build still on disk was deleted")
+	}
+}
+
+// Issue 22, defect 2: a directory above a build swapped for a link to
+// another user's tree between discovery and the capture's first open: the
+// path now names the victim's build directory, a real directory, so only
+// the identity discovery took tells them apart. Nothing is captured.
+func TestSwapBetweenDiscoveryAndCaptureIsRefused(t *testing.T) {
+	root := t.TempDir()
+	own := filepath.Join(root, "alice", "diagnostics")
+	build := filepath.Join(own, "20261130T000000-5")
+	os.MkdirAll(build, 0o755)
+	victimDiag := filepath.Join(root, "bob", "diagnostics")
+	os.MkdirAll(filepath.Join(victimDiag, "20261130T000000-5"), 0o700)
+	appendTo(t, filepath.Join(victimDiag, "20261130T000000-5", Statslog), "# /SECRET/key0.cpp\ncache_miss\n")
+	found, err := dirfd.OfDir(build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(own, own+".old")
+	if err := os.Symlink(victimDiag, own); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := New(filepath.Join(root, "capture"), 1<<20)
+	n, err := c.ObserveFound(build, found)
+	if !errors.Is(err, ErrNotFound) || n != 0 || c.Path(build, Statslog) != "" {
+		t.Fatalf("the victim's build was captured: %d %v", n, err)
+	}
+	// The directory discovery found, back in place, is captured.
+	os.Remove(own)
+	os.Rename(own+".old", own)
+	appendTo(t, filepath.Join(build, Statslog), "# /a.cpp\ncache_miss\n")
+	if n, err := c.ObserveFound(build, found); n != 1 || err != nil {
+		t.Fatalf("observe: %d %v", n, err)
 	}
 }

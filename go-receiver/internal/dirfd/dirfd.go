@@ -44,9 +44,32 @@ func Of(path string) (ID, error) {
 	return statxID(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// OfDir is the identity of the directory at path, taken in one call that
+// never follows a link in its last component: a link (to a directory or
+// not) is regularfile.ErrSymlink, anything else but a directory ENOTDIR.
+func OfDir(path string) (ID, error) {
+	var stx unix.Statx_t
+	id, err := statxInto(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, &stx)
+	if err != nil {
+		return ID{}, err
+	}
+	switch stx.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return id, nil
+	case unix.S_IFLNK:
+		return ID{}, &fs.PathError{Op: "statx", Path: path, Err: regularfile.ErrSymlink}
+	default:
+		return ID{}, &fs.PathError{Op: "statx", Path: path, Err: unix.ENOTDIR}
+	}
+}
+
 func statxID(dirfd int, path string, flags int) (ID, error) {
 	var stx unix.Statx_t
-	if err := unix.Statx(dirfd, path, flags, unix.STATX_INO|unix.STATX_BTIME|unix.STATX_TYPE, &stx); err != nil {
+	return statxInto(dirfd, path, flags, &stx)
+}
+
+func statxInto(dirfd int, path string, flags int, stx *unix.Statx_t) (ID, error) {
+	if err := unix.Statx(dirfd, path, flags, unix.STATX_INO|unix.STATX_BTIME|unix.STATX_TYPE, stx); err != nil {
 		return ID{}, &fs.PathError{Op: "statx", Path: path, Err: err}
 	}
 	id := ID{Dev: unix.Mkdev(stx.Dev_major, stx.Dev_minor), Ino: stx.Ino}
@@ -79,13 +102,10 @@ func openAt(parent int, name, path string) (*Dir, error) {
 		}
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	id, err := statxID(fd, "", unix.AT_EMPTY_PATH)
-	if err != nil {
-		_ = unix.Close(fd)
-		return nil, err
-	}
-	return &Dir{f: os.NewFile(uintptr(fd), path), id: id, path: path}, nil
+	return fromFd(fd, path)
 }
+
+func newFile(fd int, path string) *os.File { return os.NewFile(uintptr(fd), path) }
 
 func isLinkAt(parent int, name string) bool {
 	var st unix.Stat_t

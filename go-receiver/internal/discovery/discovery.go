@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/regularfile"
 )
 
 // TimingFile is written last (by atomic rename) and marks a finished build.
@@ -62,6 +65,13 @@ type Scan struct {
 	Finished []Build
 	// Running lists invocation directories without timing.json yet.
 	Running []string
+	// RunningIDs are the identities of the Running directories as this
+	// scan found them (never through a link). The live follower and the
+	// capture open a directory only if it still is this one, so a
+	// directory (or one above it) swapped between this scan and their
+	// first open is refused, not read (issue 22, defect 2). A directory
+	// whose identity could not be taken is not listed as running.
+	RunningIDs map[string]dirfd.ID
 	// Seen holds every invocation directory matched, including skipped ones.
 	Seen map[string]struct{}
 	// Parents lists the diagnostics parents whose children were listed.
@@ -93,7 +103,7 @@ var ErrSymlink = errors.New("a symbolic link; not followed out of the include ro
 // on one shared parent, formats.md §1.2); it is never a running build or a
 // problem again, and its timing.json is stat'ed but never read.
 func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
-	s := Scan{Seen: map[string]struct{}{}}
+	s := Scan{Seen: map[string]struct{}{}, RunningIDs: map[string]dirfd.ID{}}
 	consider := func(dir string) {
 		if _, dup := s.Seen[dir]; dup || f.excluded(dir) {
 			return
@@ -129,7 +139,18 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 		}
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			s.Running = append(s.Running, dir) // still running, died, or timing disabled
+			// Still running, died, or timing disabled. Its identity is
+			// taken not following a link: a link swapped in since it was
+			// listed is no running build.
+			id, idErr := dirfd.OfDir(dir)
+			if errors.Is(idErr, regularfile.ErrSymlink) {
+				s.Problems = append(s.Problems, Problem{Path: dir, Err: ErrSymlink})
+			}
+			if idErr != nil {
+				return
+			}
+			s.Running = append(s.Running, dir)
+			s.RunningIDs[dir] = id
 		case err != nil:
 			s.Problems = append(s.Problems, Problem{Path: timing, Err: err, Dir: dir})
 		case !regular:

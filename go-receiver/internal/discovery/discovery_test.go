@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 )
 
 func mkBuild(t *testing.T, parent, name string, finished bool) string {
@@ -206,5 +208,20 @@ func TestSymlinkedTimingJSONIsRefused(t *testing.T) {
 	}
 	if len(scan.Problems) != 1 || !errors.Is(scan.Problems[0].Err, ErrSymlink) || scan.Problems[0].Dir != dir {
 		t.Fatalf("want the symlink refused as the build's problem, got %+v", scan.Problems)
+	}
+}
+
+// Issue 22, defect 2: discovery hands each running directory's identity
+// on (the follower and the capture refuse another directory there later).
+func TestRunningDirectoriesCarryTheirIdentity(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "diagnostics")
+	run := filepath.Join(parent, "20261130T000000-1")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scan := Finder{Include: []string{parent}}.Find(nil)
+	want, err := dirfd.OfDir(run)
+	if err != nil || len(scan.Running) != 1 || scan.RunningIDs[run] != want || want.IsZero() {
+		t.Fatalf("running %v ids %v, want %v (%v)", scan.Running, scan.RunningIDs, want, err)
 	}
 }

@@ -28,7 +28,7 @@ type liveFile struct {
 	kind ffi.LiveKind
 	// path names the file in offsets, keys and messages; it is opened by
 	// name relative to at (a handle of its directory), or by path when at
-	// is nil (a configured statslog, a capture).
+	// is nil (a file only kept open).
 	path string
 	at   *dirfd.Dir
 	name string
@@ -57,10 +57,13 @@ type buildDirs struct {
 	makeDir   *dirfd.Dir // where its make timing logs are (nil: unknown)
 	ninjaDir  *dirfd.Dir // where its ninja log is (nil: unknown)
 	ninjaName string
+	// statslogDir holds the explicit statslog capture.statslogs maps the
+	// build to (nil: none, or not opened).
+	statslogDir *dirfd.Dir
 }
 
 func (d buildDirs) close() {
-	for _, h := range []*dirfd.Dir{d.inv, d.makeDir, d.ninjaDir} {
+	for _, h := range []*dirfd.Dir{d.inv, d.makeDir, d.ninjaDir, d.statslogDir} {
 		_ = h.Close()
 	}
 }
@@ -70,21 +73,26 @@ func (d buildDirs) close() {
 // default layout (<cwd>/bin/<variant>/diagnostics/<id>) those are reached
 // through ".." from the invocation directory's own handle: whatever its
 // path names meanwhile, they are the parents of the directory that was
-// checked. A live.files mapping names them by path, each opened without
-// following a link in its last component.
+// checked. A live.files mapping (and an explicit statslog) names them by
+// path: each is opened without following a link in any component
+// (dirfd.OpenNoLinks), so a link swapped in anywhere along a configured
+// path under a build's tree redirects nothing.
 func (t *Tracker) openBuildDirs(dir string) (buildDirs, error) {
 	inv, err := dirfd.Open(dir)
 	if err != nil {
 		return buildDirs{}, err
 	}
 	d := buildDirs{inv: inv}
+	if p := t.set.ExplicitStatslog(dir); p != "" {
+		d.statslogDir = t.openConfigured(filepath.Dir(p))
+	}
 	loc := t.liveLocations(dir)
 	if loc.mapped {
 		if loc.makeDir != "" {
-			d.makeDir, _ = dirfd.Open(loc.makeDir)
+			d.makeDir = t.openConfigured(loc.makeDir)
 		}
 		if loc.ninjaLog != "" {
-			d.ninjaDir, _ = dirfd.Open(filepath.Dir(loc.ninjaLog))
+			d.ninjaDir = t.openConfigured(filepath.Dir(loc.ninjaLog))
 			d.ninjaName = filepath.Base(loc.ninjaLog)
 		}
 		return d, nil
@@ -111,6 +119,19 @@ func (t *Tracker) openBuildDirs(dir string) (buildDirs, error) {
 	return d, nil
 }
 
+// openConfigured opens a configured directory through no link at all; nil
+// when it cannot be opened (missing: quietly, a link: warned once).
+func (t *Tracker) openConfigured(path string) *dirfd.Dir {
+	d, err := dirfd.OpenNoLinks(path)
+	if errors.Is(err, regularfile.ErrSymlink) {
+		t.warnOnce(path+"\x00link", "a configured live build path goes through a symbolic link; its files are not read", err)
+	}
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
 // liveFiles lists the growing files of build b: its auto statslog, an
 // explicit statslog mapped by capture.statslogs, its make timing logs
 // (at most what live.max_files_per_build leaves) and a ninja log.
@@ -118,8 +139,8 @@ func (t *Tracker) liveFiles(b *liveBuild, d buildDirs) []liveFile {
 	dir := b.dir
 	files := []liveFile{{kind: ffi.LiveStatslog, path: filepath.Join(dir, capture.Statslog), at: d.inv,
 		name: capture.Statslog, captured: true, held: true}}
-	if p := t.set.ExplicitStatslog(dir); p != "" {
-		files = append(files, liveFile{kind: ffi.LiveStatslog, path: p, fromEnd: true})
+	if p := t.set.ExplicitStatslog(dir); p != "" && d.statslogDir != nil {
+		files = append(files, liveFile{kind: ffi.LiveStatslog, path: p, at: d.statslogDir, name: filepath.Base(p), fromEnd: true})
 	}
 	loc := t.liveLocations(dir)
 	if d.makeDir != nil {

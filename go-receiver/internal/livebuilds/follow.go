@@ -2,6 +2,7 @@ package livebuilds
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,12 +31,14 @@ func (t *Tracker) takeBorn(dir string, now time.Time) {
 			return
 		}
 	}
-	t.follow(dir, now)
+	t.follow(dir, dirfd.ID{}, now)
 }
 
 // follow starts following a running directory not followed yet: resumed
-// from its saved state, ignored when ended or dead at first sight.
-func (t *Tracker) follow(dir string, now time.Time) {
+// from its saved state, ignored when ended or dead at first sight. found
+// is the directory's identity when discovery found it (zero: a directory
+// the watches saw created, which no discovery looked at).
+func (t *Tracker) follow(dir string, found dirfd.ID, now time.Time) {
 	pid := invocationPID(dir)
 	if st, ok := t.states[dir]; ok && st.Ended && t.replacedSince(dir, st) {
 		delete(t.states, dir) // its directory was made again: a new build
@@ -62,8 +65,14 @@ func (t *Tracker) follow(dir string, now time.Time) {
 		return
 	}
 	b := &liveBuild{dir: dir, pid: pid, running: true}
-	st, ok := t.firstState(b, now)
-	if !ok {
+	st, err := t.firstState(b, found, now)
+	if errors.Is(err, errNotFound) {
+		// Another directory than discovery found: swapped in since (it,
+		// or one above it). Not followed now; the next poll looks again.
+		t.warnOnce(dir+"\x00swapped", "a running build directory changed between discovery and its first open; not followed", err)
+		return
+	}
+	if err != nil {
 		t.ignored[dir] = true // gone, or a link: never followed
 		return
 	}
@@ -71,16 +80,23 @@ func (t *Tracker) follow(dir string, now time.Time) {
 	t.states[dir] = st
 }
 
+// errNotFound: the directory opened is not the one discovery found.
+var errNotFound = errors.New("not the directory discovery found")
+
 // firstState is the state of a build first seen now: the identity of its
 // directory, and its shared files read from their size (a missing one
-// from 0 once it appears). ok is false when the directory cannot be
-// opened (gone, or a symbolic link).
-func (t *Tracker) firstState(b *liveBuild, now time.Time) (liveBuildState, bool) {
+// from 0 once it appears). It fails when the directory cannot be opened
+// (gone, or a symbolic link), or (errNotFound) when it is not the
+// directory with identity found (unless found is zero).
+func (t *Tracker) firstState(b *liveBuild, found dirfd.ID, now time.Time) (liveBuildState, error) {
 	d, err := t.openBuildDirs(b.dir)
 	if err != nil {
-		return liveBuildState{}, false
+		return liveBuildState{}, err
 	}
 	defer d.close()
+	if !found.IsZero() && d.inv.ID() != found {
+		return liveBuildState{}, fmt.Errorf("%w: identity %s, opened %s", errNotFound, found, d.inv.ID())
+	}
 	offsets := map[string]int64{}
 	for _, f := range t.liveFiles(b, d) {
 		if f.fromEnd {
@@ -88,11 +104,11 @@ func (t *Tracker) firstState(b *liveBuild, now time.Time) (liveBuildState, bool)
 			offsets[f.path] = size
 		}
 	}
-	return liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: offsets, Dir: d.inv.ID()}, true
+	return liveBuildState{FirstSeenNs: now.UnixNano(), Offsets: offsets, Dir: d.inv.ID()}, nil
 }
 
 // takeScan updates the followed builds from a poll's running directories.
-func (t *Tracker) takeScan(running []string, now time.Time) {
+func (t *Tracker) takeScan(running []string, ids map[string]dirfd.ID, now time.Time) {
 	t.haveScan = true
 	listed := make(map[string]bool, len(running))
 	for _, dir := range running {
@@ -105,7 +121,7 @@ func (t *Tracker) takeScan(running []string, now time.Time) {
 			delete(t.ignored, dir)
 		}
 		if !t.ignored[dir] {
-			t.follow(dir, now)
+			t.follow(dir, ids[dir], now)
 		}
 	}
 	for dir, b := range t.builds {

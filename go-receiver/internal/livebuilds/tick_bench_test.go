@@ -72,7 +72,7 @@ func benchLiveTick(b *testing.B, builds int, grown bool) {
 		dirs = append(dirs, dir)
 	}
 	ctx := context.Background()
-	t.takeScan(dirs, time.Now())
+	t.takeScan(dirs, nil, time.Now())
 	t.tick(ctx) // the start records
 	block := []byte("# /src/project/lib/some_translation_unit.cpp\ncache_miss\ndirect_cache_miss\nlocal_storage_miss\nlocal_storage_write\n")
 	var cpu time.Duration

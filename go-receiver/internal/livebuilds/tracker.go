@@ -6,6 +6,7 @@ package livebuilds
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/checkpoint"
+	"github.com/compiletools-otel/compiletoolsreceiver/internal/dirfd"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/discovery"
 	"github.com/compiletools-otel/compiletoolsreceiver/internal/ffi"
 )
@@ -39,7 +41,7 @@ import (
 type Tracker struct {
 	o     Options
 	set   Settings
-	scans chan []string
+	scans chan offer
 	store *liveStateStore
 
 	// states is the committed state of every followed build, and of
@@ -94,7 +96,7 @@ func New(ctx context.Context, client storage.Client, o Options, set Settings) (*
 	return &Tracker{
 		o:        o,
 		set:      set,
-		scans:    make(chan []string, 1),
+		scans:    make(chan offer, 1),
 		store:    store,
 		states:   store.load(),
 		builds:   map[string]*liveBuild{},
@@ -122,16 +124,25 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// Offer hands the running directories of a poll to the tracker; a list it
-// has not taken yet is replaced. Safe on a nil tracker.
-func (t *Tracker) Offer(running []string) {
+// offer is one poll's running directories and their identities as the
+// poll's discovery found them.
+type offer struct {
+	running []string
+	ids     map[string]dirfd.ID
+}
+
+// Offer hands the running directories of a poll, with the identities
+// discovery took of them (discovery.Scan.RunningIDs), to the tracker; a
+// list it has not taken yet is replaced. A directory is first followed
+// only if it still is the one discovery found. Safe on a nil tracker.
+func (t *Tracker) Offer(running []string, ids map[string]dirfd.ID) {
 	if t == nil {
 		return
 	}
-	running = slices.Clone(running)
+	o := offer{running: slices.Clone(running), ids: maps.Clone(ids)}
 	for {
 		select {
-		case t.scans <- running:
+		case t.scans <- o:
 			return
 		default:
 		}
@@ -160,8 +171,8 @@ func (t *Tracker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case running := <-t.scans:
-			t.takeScan(running, t.set.Now())
+		case o := <-t.scans:
+			t.takeScan(o.running, o.ids, t.set.Now())
 			t.tick(ctx)
 		case dir := <-t.born:
 			t.takeBorn(dir, t.set.Now())

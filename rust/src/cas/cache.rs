@@ -88,19 +88,20 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
-use std::fs;
 use std::mem::size_of;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rustix::fs::{AtFlags, FileType};
+
 use super::buckets::{Bucket, BucketTable, Totals};
+use super::cell::{open_cell, CellDir, CellOrigin};
 use super::names::{ObjKey, OBJ_KEY_LEN};
 use super::obj::{is_shard_name, scan_shard};
 use super::parallel::map_members;
 use super::scan::{members, Member, Scan};
-use super::{check_cell, finish, scan_store_with, CasKind, ScanLimits, StoreStats};
+use super::{finish, scan_cell_with, CasKind, ScanLimits, StoreStats};
 use crate::{CancelToken, Error};
 
 /// A shard modified less than this long before the scan started is not
@@ -224,16 +225,17 @@ struct DirId {
 }
 
 impl DirId {
-    /// The identity of `dir` if it is a directory (not followed: shards
-    /// that are symlinks are not members anyway).
-    fn of(dir: &Path) -> Option<DirId> {
-        let meta = fs::symlink_metadata(dir).ok()?;
-        let ns = |secs: i64, nsecs: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsecs);
-        meta.is_dir().then(|| DirId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+    /// The identity of the entry `name` of the cell `cell` if it is a
+    /// directory (not followed: shards that are symlinks are not members
+    /// anyway).
+    fn of(cell: &CellDir, name: &OsStr) -> Option<DirId> {
+        let st = rustix::fs::statat(cell.fd(), name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let ns = |secs: i64, nsecs: u64| i128::from(secs) * 1_000_000_000 + i128::from(nsecs);
+        (FileType::from_raw_mode(st.st_mode) == FileType::Directory).then(|| DirId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec as u64),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec as u64),
         })
     }
 }
@@ -341,23 +343,36 @@ pub fn scan_store_cached(
     limits: ScanLimits,
     cache: &mut ScanCache,
 ) -> Result<StoreStats, Error> {
+    scan_cell_cached(kind, cell, CellOrigin::Configured, cancel, limits, cache)
+}
+
+/// [`scan_store_cached`] for a cell of the given origin (see
+/// [`super::scan_cell_with`]).
+pub fn scan_cell_cached(
+    kind: CasKind,
+    cell: &Path,
+    origin: CellOrigin,
+    cancel: &CancelToken,
+    limits: ScanLimits,
+    cache: &mut ScanCache,
+) -> Result<StoreStats, Error> {
     cache.last = CachedScanReport::default();
     if kind != CasKind::Obj {
         // pch/pcm/exe: keys live in manifests that can be rewritten in
         // place without touching any directory's mtime (module comment).
-        return scan_store_with(kind, cell, cancel, limits);
+        return scan_cell_with(kind, cell, origin, cancel, limits);
     }
     cancel.check()?;
-    let mut stats = check_cell(cell)?;
-    if !stats.exists {
+    let (mut stats, dir) = open_cell(cell, origin)?;
+    let Some(dir) = dir else {
         cache.cells.remove(cell);
         return Ok(stats);
-    }
+    };
     // Taken before anything is listed: a shard modified since then is
     // "too recent" whatever the order in which shards are visited.
     let horizon = now_ns() - RACY_WINDOW_NS;
     let mut scan = Scan::new(cancel, limits);
-    let shards = members(&mut scan, cell, is_shard_name)?;
+    let shards = members(&mut scan, cell, &dir, is_shard_name)?;
 
     // One `lstat` per shard, on this thread (a few µs in all when warm):
     // only new or changed shards are listed, on as many threads as their
@@ -369,7 +384,7 @@ pub fn scan_store_cached(
         scan.tick()?;
         // Before the listing: a change made while we list gives a different
         // identity next time, never a stale result.
-        let id = DirId::of(&shard.path);
+        let id = DirId::of(&dir, &shard.name);
         match (id, kept.get(&shard.name)) {
             (Some(id), Some(k)) if k.id == id => reused.push(shard.name),
             _ => {
@@ -379,7 +394,7 @@ pub fn scan_store_cached(
         }
     }
     let listed = map_members(&mut scan, &changed, |scan, i, shard| {
-        list_shard(scan, shard, changed_ids[i], horizon)
+        list_shard(scan, &dir, shard, changed_ids[i], horizon)
     })?;
 
     // Success: replace the cell's entry. Reused shards move over, kept new
@@ -425,13 +440,14 @@ pub fn scan_store_cached(
 /// `id`, and says whether the result may be kept.
 fn list_shard(
     scan: &mut Scan,
+    cell: &CellDir,
     shard: &Member,
     id: Option<DirId>,
     horizon: i128,
 ) -> Result<(ShardAgg, Keep), Error> {
     let before = scan.anomalies;
     let mut table = BucketTable::default();
-    scan_shard(scan, &shard.path, &mut table)?;
+    scan_shard(scan, cell.fd(), shard, &mut table)?;
     let keep = match id {
         // Any anomaly, or the directory could not be stat'ed.
         _ if scan.anomalies != before => Keep::Irregular,

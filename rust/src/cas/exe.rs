@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::FileType;
 
 use super::buckets::{BucketTable, Totals};
+use super::cell::CellDir;
 use super::manifest::{read_key_at, Fallback, ManifestKey};
 use super::names::{is_hex_name, split_exe_name, ExeSuffix};
 use super::parallel::scan_members;
@@ -22,10 +23,10 @@ const KEY_FIELD: &str = "source_realpath";
 /// (`source_realpath` or unknown key, suffix).
 type ExeKey = (Vec<u8>, ExeSuffix);
 
-pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
-    let shards = members(scan, cell, |name| is_hex_name(name, 2))?;
+pub(crate) fn scan(scan: &mut Scan, cell: &Path, dir: &CellDir) -> Result<Totals, Error> {
+    let shards = members(scan, cell, dir, |name| is_hex_name(name, 2))?;
     let table = scan_members(scan, &shards, |scan, shard, table: &mut BucketTable<ExeKey>| {
-        for_each_entry(scan, &shard.path, |scan, entry| {
+        for_each_entry(scan, dir.fd(), &shard.name, &shard.path, |scan, entry| {
             let name = entry.file_name();
             let Some((basename, suffix)) = split_exe_name(name.as_bytes()) else {
                 return Ok(()); // lock, manifest, result, xml, publish temp, …

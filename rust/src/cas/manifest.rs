@@ -65,9 +65,10 @@ pub(crate) enum Fallback {
     Skipped(String),
 }
 
-/// Reads `path` and returns the bucket key held in `field`.
-pub(crate) fn read_key(path: &Path, field: &str, max_bytes: u64) -> ManifestKey {
-    key_from(crate::input::open_in_own_directory(path), field, max_bytes)
+/// The key of a manifest whose directory could not be opened (`error`):
+/// the fallback its open would have given.
+pub(crate) fn read_key_failed(error: std::io::Error, field: &str, max_bytes: u64) -> ManifestKey {
+    key_from(Err(error), field, max_bytes)
 }
 
 /// Reads the manifest `name` of the directory `dir` (an open handle, the
@@ -180,6 +181,7 @@ fn type_name(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsFd;
 
     fn key(text: &[u8]) -> Result<Vec<u8>, Fallback> {
         key_of(text, "bucket_key")
@@ -250,6 +252,23 @@ mod tests {
                 unhashable: true
             })
         );
+    }
+
+    /// The manifest at `path` read the way `cmd_hash` reads it: its
+    /// directory opened relative to a handle of the one above, not
+    /// following a link, and the manifest relative to that.
+    fn read_key(path: &Path, field: &str, max: u64) -> ManifestKey {
+        let member = path.parent().unwrap();
+        let above = rustix::fs::open(
+            member.parent().unwrap(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        match crate::cas::scan::open_member(above.as_fd(), member.file_name().unwrap()) {
+            Ok(fd) => read_key_at(fd.as_fd(), Path::new(path.file_name().unwrap()), field, max),
+            Err(e) => read_key_failed(e, field, max),
+        }
     }
 
     #[test]

@@ -23,6 +23,12 @@
 //! * a cell path that exists but is not a directory, or is missing, gives
 //!   `exists = false` (compiletools: not scanned in default scope, zeros
 //!   when requested explicitly — the caller's choice, formats.md §6.8).
+//! * a cell found in a pool ([`CellOrigin::PoolMember`]) that is a
+//!   symbolic link is not scanned, also when it became one after the
+//!   receiver listed the pool (counted as `symlinked_dir_ignored`, with a
+//!   warning); compiletools' enumeration skips such entries too, but opens
+//!   the ones it keeps by path. Shards and command-hash directories are
+//!   opened relative to the cell's handle (module `cell`).
 //!
 //! Kept for parity although odd (formats.md §6.8, §8 item 22): obj entries that
 //! are symlinks count with their target's size and directories named like
@@ -58,6 +64,7 @@
 
 mod buckets;
 mod cache;
+mod cell;
 mod cmd_hash;
 mod exe;
 mod kind;
@@ -68,11 +75,10 @@ mod parallel;
 mod scan;
 mod stats;
 
-use std::fs;
-use std::io::ErrorKind;
 use std::path::Path;
 
-pub use cache::{scan_store_cached, CacheFootprint, CachedScanReport, ScanCache};
+pub use cache::{scan_cell_cached, scan_store_cached, CacheFootprint, CachedScanReport, ScanCache};
+pub use cell::CellOrigin;
 pub use kind::CasKind;
 pub use stats::{Anomalies, AnomalyKind, CasWarning, ScanLimits, StoreStats};
 
@@ -96,46 +102,32 @@ pub fn scan_store_with(
     cancel: &CancelToken,
     limits: ScanLimits,
 ) -> Result<StoreStats, Error> {
-    cancel.check()?;
-    let mut stats = check_cell(cell)?;
-    if !stats.exists {
-        return Ok(stats);
-    }
-    let mut scan = Scan::new(cancel, limits);
-    let totals = match kind {
-        CasKind::Obj => obj::scan(&mut scan, cell)?,
-        CasKind::Pch => cmd_hash::scan(&mut scan, cell, "header_realpath")?,
-        CasKind::Pcm => cmd_hash::scan(&mut scan, cell, "bucket_key")?,
-        CasKind::Exe => exe::scan(&mut scan, cell)?,
-    };
-    finish(&mut stats, totals, scan);
-    Ok(stats)
+    scan_cell_with(kind, cell, CellOrigin::Configured, cancel, limits)
 }
 
-/// The result of a scan before it starts: `exists` says whether to scan.
-///
-/// `os.path.isdir` semantics: symlinks followed; the configured cell is
-/// the root the user chose, so following it stays inside that root.
-fn check_cell(cell: &Path) -> Result<StoreStats, Error> {
-    let mut stats = StoreStats {
-        cell: cell.to_path_buf(),
-        ..StoreStats::default()
+/// [`scan_store_with`] for a cell of the given origin: a cell found in a
+/// pool that is a symbolic link is not scanned (`exists == false`, counted
+/// as [`AnomalyKind::SymlinkedDirIgnored`] with a warning).
+pub fn scan_cell_with(
+    kind: CasKind,
+    cell: &Path,
+    origin: CellOrigin,
+    cancel: &CancelToken,
+    limits: ScanLimits,
+) -> Result<StoreStats, Error> {
+    cancel.check()?;
+    let (mut stats, dir) = cell::open_cell(cell, origin)?;
+    let Some(dir) = dir else {
+        return Ok(stats);
     };
-    match fs::metadata(cell) {
-        Ok(meta) if meta.is_dir() => stats.exists = true,
-        Ok(_) => stats.warnings.push(CasWarning {
-            kind: AnomalyKind::CellNotDirectory,
-            path: cell.to_path_buf(),
-            detail: "exists but is not a directory; treated as missing".to_owned(),
-        }),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {}
-        Err(source) => {
-            return Err(Error::Io {
-                path: cell.to_path_buf(),
-                source,
-            })
-        }
-    }
+    let mut scan = Scan::new(cancel, limits);
+    let totals = match kind {
+        CasKind::Obj => obj::scan(&mut scan, cell, &dir)?,
+        CasKind::Pch => cmd_hash::scan(&mut scan, cell, &dir, "header_realpath")?,
+        CasKind::Pcm => cmd_hash::scan(&mut scan, cell, &dir, "bucket_key")?,
+        CasKind::Exe => exe::scan(&mut scan, cell, &dir)?,
+    };
+    finish(&mut stats, totals, scan);
     Ok(stats)
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn parse_object_name(name: &[u8]) -> Option<ObjKey> {
     Some(key)
 }
 
-/// The four parts of an object file name (spec §6.3), borrowed from it.
+/// The four parts of an object file name (formats.md §6.3), borrowed from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ObjectName<'n> {
     pub basename: &'n [u8],

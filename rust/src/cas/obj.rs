@@ -1,22 +1,24 @@
 //! The object store (formats.md §6.3): `<cell>/<2 hex>/<basename>_<12>_<14>_<16>.o`,
 //! bucket key (`file_hash`, `dep_hash`).
 
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rustix::fs::FileType;
 
 use super::buckets::{BucketTable, Totals};
+use super::cell::CellDir;
 use super::names::{is_hex_name, parse_object_name, ObjKey};
 use super::parallel::scan_members;
-use super::scan::{for_each_entry, members, Entry, Scan};
+use super::scan::{for_each_entry, members, Entry, Member, Scan};
 use super::stats::AnomalyKind;
 use crate::Error;
 
-pub(crate) fn scan(scan: &mut Scan, cell: &Path) -> Result<Totals, Error> {
-    let shards = members(scan, cell, is_shard_name)?;
+pub(crate) fn scan(scan: &mut Scan, cell: &Path, dir: &CellDir) -> Result<Totals, Error> {
+    let shards = members(scan, cell, dir, is_shard_name)?;
     let table = scan_members(scan, &shards, |scan, shard, table: &mut BucketTable<ObjKey>| {
-        scan_shard(scan, &shard.path, table)
+        scan_shard(scan, dir.fd(), shard, table)
     })?;
     Ok(table.totals())
 }
@@ -26,13 +28,15 @@ pub(crate) fn is_shard_name(name: &[u8]) -> bool {
     is_hex_name(name, 2)
 }
 
-/// Adds the entries of one shard directory to `table`.
+/// Adds the entries of one shard directory (a member of the cell `cell`)
+/// to `table`.
 pub(crate) fn scan_shard(
     scan: &mut Scan,
-    shard: &Path,
+    cell: BorrowedFd<'_>,
+    shard: &Member,
     table: &mut BucketTable<ObjKey>,
 ) -> Result<(), Error> {
-    for_each_entry(scan, shard, |scan, entry| {
+    for_each_entry(scan, cell, &shard.name, &shard.path, |scan, entry| {
         // Name first, stat second: sidecars, locks and temps never cost
         // a syscall, exactly as compiletools filters before stat().
         if let Some(key) = parse_object_name(entry.file_name().as_bytes()) {
@@ -56,8 +60,8 @@ fn entry_size(scan: &mut Scan, entry: &Entry) -> Option<u64> {
             return None;
         }
     };
-    // For anything but a symlink lstat (relative to the open directory) is
-    // stat; only symlinks need the path-based, following call.
+    // For anything but a symlink lstat is stat; only symlinks need the
+    // following call (relative to the open shard all the same).
     let meta = if is_symlink {
         entry.followed_metadata()
     } else {

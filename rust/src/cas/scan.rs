@@ -2,14 +2,14 @@
 //! bookkeeping, and the single-level directory listings of formats.md §6.2.
 
 use std::ffi::{OsStr, OsString};
-use std::fs;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType};
 
+use super::cell::{open_dir_at, CellDir};
 use super::stats::{Anomalies, AnomalyKind, CasWarning, ScanLimits};
 use crate::{CancelToken, Error};
 
@@ -107,7 +107,8 @@ fn order(a: &CasWarning, b: &CasWarning) -> std::cmp::Ordering {
     (&a.path, a.kind.as_str(), &a.detail).cmp(&(&b.path, b.kind.as_str(), &b.detail))
 }
 
-/// A member directory of a pool: its name and path.
+/// A member directory of a cell (a shard or command-hash directory): its
+/// name, opened relative to the cell's handle, and its path for messages.
 pub(crate) struct Member {
     pub(crate) name: OsString,
     pub(crate) path: PathBuf,
@@ -116,28 +117,42 @@ pub(crate) struct Member {
 /// The cell's members (compiletools' `_enumerate_pool_dirs`): entries that
 /// are real directories — symlinks never, whatever they point to — and whose
 /// name passes `accept`. Everything else at the top (`.ct-traces.json`,
-/// `TraceStore/`, a cmake build tree, …) is invisible.
+/// `TraceStore/`, a cmake build tree, …) is invisible. Listed through the
+/// cell's handle, so the entries are those of the directory opened.
 ///
 /// A listing error here fails the whole scan. compiletools would report an
 /// all-zero store instead, which on a dashboard is indistinguishable from
 /// an empty cache; an error with the path is the honest answer.
-pub(crate) fn members(scan: &mut Scan, cell: &Path, accept: fn(&[u8]) -> bool) -> Result<Vec<Member>, Error> {
-    let io_err = |source| Error::Io {
+pub(crate) fn members(
+    scan: &mut Scan,
+    cell: &Path,
+    dir: &CellDir,
+    accept: fn(&[u8]) -> bool,
+) -> Result<Vec<Member>, Error> {
+    let io_err = |source: io::Error| Error::Io {
         path: cell.to_path_buf(),
         source,
     };
+    let mut listing = rustix::fs::Dir::read_from(dir.fd()).map_err(|e| io_err(e.into()))?;
     let mut out = Vec::new();
-    for item in fs::read_dir(cell).map_err(io_err)? {
+    while let Some(item) = listing.read() {
         scan.tick()?;
-        let entry = item.map_err(io_err)?;
-        let name = entry.file_name();
-        if !accept(name.as_bytes()) {
+        let raw = item.map_err(|e| io_err(e.into()))?;
+        let name = raw.file_name().to_bytes();
+        if name == b"." || name == b".." || !accept(name) {
             continue;
         }
-        let path = entry.path();
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => out.push(Member { name, path }),
-            Ok(t) if t.is_symlink() => scan.note(
+        let name = OsStr::from_bytes(name).to_os_string();
+        let path = cell.join(&name);
+        let file_type = match raw.file_type() {
+            FileType::Unknown => rustix::fs::statat(dir.fd(), name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| FileType::from_raw_mode(st.st_mode))
+                .map_err(io::Error::from),
+            known => Ok(known),
+        };
+        match file_type {
+            Ok(FileType::Directory) => out.push(Member { name, path }),
+            Ok(FileType::Symlink) => scan.note(
                 AnomalyKind::SymlinkedDirIgnored,
                 &path,
                 "symlinked directory ignored",
@@ -150,7 +165,14 @@ pub(crate) fn members(scan: &mut Scan, cell: &Path, accept: fn(&[u8]) -> bool) -
     Ok(out)
 }
 
-/// The entries directly inside `dir`, passed one by one to `visit`.
+/// Opens the member directory `name` of the directory `parent` without
+/// following a link; a refused link reads as such in messages.
+pub(crate) fn open_member(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<OwnedFd> {
+    open_dir_at(parent, Path::new(name)).map_err(crate::input::explain_symlink)
+}
+
+/// The entries directly inside the member `name` of `parent` (its path
+/// `dir`, for messages), passed one by one to `visit`.
 ///
 /// Mirrors `with os.scandir(dir): for entry in it: …` inside
 /// `except OSError: continue`: a directory that cannot be opened is skipped,
@@ -158,31 +180,38 @@ pub(crate) fn members(scan: &mut Scan, cell: &Path, accept: fn(&[u8]) -> bool) -
 /// already visited. Both are counted as [`AnomalyKind::UnreadableDir`].
 /// Returns whether the directory could be opened.
 ///
-/// The directory is opened without following a link (`O_NOFOLLOW |
-/// O_DIRECTORY`) and its entries are listed and `stat`ed relative to that
-/// handle: a member directory swapped for a link to another user's
-/// directory after the cell was listed is an unreadable directory, not a
-/// listing of the other one (issue 22, defect 2).
+/// The directory is opened relative to its parent's handle without
+/// following a link (`O_NOFOLLOW | O_DIRECTORY`) and its entries are listed
+/// and `stat`ed relative to its own handle: a member directory swapped for
+/// a link to another user's directory after the cell was listed is an
+/// unreadable directory, not a listing of the other one, and so is a
+/// member of a cell swapped after the cell was opened (issue 22, defect 2).
 pub(crate) fn for_each_entry(
     scan: &mut Scan,
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    dir: &Path,
+    visit: impl FnMut(&mut Scan, Entry<'_>) -> Result<(), Error>,
+) -> Result<bool, Error> {
+    let opened = open_member(parent, name);
+    for_each_entry_of(scan, opened, dir, visit)
+}
+
+/// [`for_each_entry`] for a member already opened (or that failed to).
+pub(crate) fn for_each_entry_of(
+    scan: &mut Scan,
+    opened: io::Result<OwnedFd>,
     dir: &Path,
     mut visit: impl FnMut(&mut Scan, Entry<'_>) -> Result<(), Error>,
 ) -> Result<bool, Error> {
-    let opened = rustix::fs::open(
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .and_then(|fd| rustix::fs::Dir::read_from(&fd).map(|listing| (fd, listing)));
-    let (fd, mut listing) = match opened {
+    let listed = opened.and_then(|fd| {
+        rustix::fs::Dir::read_from(&fd)
+            .map(|listing| (fd, listing))
+            .map_err(io::Error::from)
+    });
+    let (fd, mut listing) = match listed {
         Ok(pair) => pair,
         Err(e) => {
-            // Linux answers ENOTDIR or ELOOP for a link with these flags.
-            let e = if fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-                crate::input::explain_symlink(io::Error::from_raw_os_error(libc::ELOOP))
-            } else {
-                e.into()
-            };
             scan.note(AnomalyKind::UnreadableDir, dir, e.to_string());
             return Ok(false);
         }
@@ -306,6 +335,7 @@ mod tests {
     /// another user's directory is not listed at all.
     #[test]
     fn listing_is_relative_to_a_handle_that_refuses_links() {
+        use std::fs;
         let root = tempfile::tempdir().unwrap();
         let own = root.path().join("00");
         fs::create_dir(&own).unwrap();
@@ -314,7 +344,9 @@ mod tests {
         let cancel = CancelToken::new();
         let mut scan = Scan::new(&cancel, ScanLimits::default());
         let mut seen = Vec::new();
-        let listed = for_each_entry(&mut scan, &own, |_, entry| {
+        let parent =
+            rustix::fs::open(root.path(), rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()).unwrap();
+        let listed = for_each_entry(&mut scan, parent.as_fd(), OsStr::new("00"), &own, |_, entry| {
             let meta = entry.metadata().unwrap();
             seen.push((
                 entry.file_name().to_os_string(),
@@ -339,7 +371,7 @@ mod tests {
         let swapped = root.path().join("01");
         std::os::unix::fs::symlink(&victim, &swapped).unwrap();
         let mut visited = 0;
-        let listed = for_each_entry(&mut scan, &swapped, |_, _| {
+        let listed = for_each_entry(&mut scan, parent.as_fd(), OsStr::new("01"), &swapped, |_, _| {
             visited += 1;
             Ok(())
         })

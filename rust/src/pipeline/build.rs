@@ -278,7 +278,7 @@ fn read_build(
         cancel.check()?;
     }
     let clang = clang_wanted
-        .then(|| time_trace::collect(req, &build, &id.clock, cancel, &mut warnings))
+        .then(|| time_trace::collect(req, &build, &id.clock, cancel, &mut warnings, dir.owner()))
         .transpose()?
         .flatten();
     if let Some(c) = &clang {

@@ -25,9 +25,16 @@ pub fn scan_set(
     let mut output = CasOutput::default();
     for cell in &req.cells {
         cancel.check()?;
+        // Explicit cells are configuration; the others are entries of a
+        // pool that the store's users write to, never followed.
+        let origin = if cell.explicit {
+            cas::CellOrigin::Configured
+        } else {
+            cas::CellOrigin::PoolMember
+        };
         let scanned = match cache.as_deref_mut() {
-            Some(c) => cas::scan_store_cached(cell.kind, &cell.path, cancel, req.limits, c),
-            None => cas::scan_store_with(cell.kind, &cell.path, cancel, req.limits),
+            Some(c) => cas::scan_cell_cached(cell.kind, &cell.path, origin, cancel, req.limits, c),
+            None => cas::scan_cell_with(cell.kind, &cell.path, origin, cancel, req.limits),
         };
         match scanned {
             Ok(stats) => {

@@ -34,8 +34,8 @@ use crate::otlp::BuildMetricsInput;
 use crate::request::{BuildRequest, Summary};
 use crate::timetrace::locate::{flock_trace_name, in_window, is_shake_trace_name, pid_in_trace_name};
 use crate::timetrace::{
-    pick_spans, read_trace, BuildTraces, Placement, Rollup, RollupConfig, RuleWindow, TimeTraceConfig,
-    TraceLimits, TraceNaming, TraceUnit,
+    pick_spans, read_trace_owned_by, BuildTraces, Placement, Rollup, RollupConfig, RuleWindow,
+    TimeTraceConfig, TraceLimits, TraceNaming, TraceUnit,
 };
 use crate::timing::{Build, Clock, Event};
 use crate::warnings::Warnings;
@@ -50,12 +50,18 @@ const MAX_LISTED: usize = 1 << 20;
 
 /// The build's traces, or `None` when the feature is off or no compile
 /// had one.
+///
+/// `owner` is the user owning the invocation directory: a trace is read
+/// only if that user owns it too. The targets (and so the traces' paths)
+/// are the build owner's words in `timing.json`, and could name another
+/// user's traces anywhere the collector can read.
 pub(super) fn collect(
     req: &BuildRequest,
     build: &Build,
     clock: &Clock,
     cancel: &CancelToken,
     warnings: &mut Warnings,
+    owner: Option<u32>,
 ) -> Result<Option<BuildTraces>, Error> {
     let cfg = req.time_trace;
     if !cfg.enabled {
@@ -70,6 +76,7 @@ pub(super) fn collect(
         },
         namings,
         listings: HashMap::new(),
+        owner,
     };
     let mut traces = BuildTraces::new(build.event_count());
     let mut rollup = Rollup::new(rollup_config(&cfg));
@@ -234,6 +241,8 @@ struct Reader {
     namings: Vec<TraceNaming>,
     /// The `.json` names of each object directory listed so far.
     listings: HashMap<PathBuf, Vec<String>>,
+    /// The build's owner: only traces of this user are read.
+    owner: Option<u32>,
 }
 
 impl Reader {
@@ -259,7 +268,7 @@ impl Reader {
         for naming in self.namings.clone() {
             for path in self.candidates(dir, object, naming) {
                 found_any = true;
-                match read_trace(&path, &self.limits) {
+                match read_trace_owned_by(&path, &self.limits, self.owner) {
                     Ok(unit) if in_window(&unit, window, slack) => return Some(unit),
                     Ok(_) => {}
                     Err(e) => {

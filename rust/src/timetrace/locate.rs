@@ -161,7 +161,18 @@ pub fn list_names(dir: &Path, max_entries: usize) -> io::Result<Vec<String>> {
 /// symlink in its name and without blocking on a FIFO, and refused past
 /// `limits.max_bytes` before reading (see `crate::input`).
 pub fn read_trace(path: &Path, limits: &TraceLimits) -> Result<TraceUnit, TraceError> {
-    let bytes = crate::input::read_bounded(path, limits.max_bytes).map_err(|e| match e {
+    read_trace_owned_by(path, limits, None)
+}
+
+/// [`read_trace`] of a trace that must belong to the user `owner` (when
+/// given), checked on the open descriptor: another user's file is an I/O
+/// error, never read (see `crate::input::read_bounded_owned_by`).
+pub fn read_trace_owned_by(
+    path: &Path,
+    limits: &TraceLimits,
+    owner: Option<u32>,
+) -> Result<TraceUnit, TraceError> {
+    let bytes = crate::input::read_bounded_owned_by(path, limits.max_bytes, owner).map_err(|e| match e {
         crate::Error::LimitExceeded { .. } => TraceError::TooLarge {
             bytes: fs::symlink_metadata(path).map_or(0, |m| m.len()),
             max: limits.max_bytes,

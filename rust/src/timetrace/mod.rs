@@ -34,7 +34,9 @@ pub mod spans;
 pub use build::{BuildTraces, ClangSpan, CompileTrace, Placement, TraceCounts};
 pub use config::TimeTraceConfig;
 pub use error::{TraceError, TraceLimits};
-pub use locate::{find_trace, in_window, locate, read_trace, Located, RuleWindow, TraceNaming};
+pub use locate::{
+    find_trace, in_window, locate, read_trace, read_trace_owned_by, Located, RuleWindow, TraceNaming,
+};
 pub use model::{EventKind, ParseWarnings, TraceEvent, TraceUnit, TuTimes};
 pub use parse::parse_trace;
 pub use report::{Report, RollupConfig};

@@ -6,7 +6,9 @@ use std::io::Write;
 use serde_json::json;
 
 use super::corpus_traces;
-use crate::timetrace::{parse_trace, read_trace, Rollup, TraceError, TraceLimits, TraceUnit};
+use crate::timetrace::{
+    parse_trace, read_trace, read_trace_owned_by, Rollup, TraceError, TraceLimits, TraceUnit,
+};
 
 fn limits() -> TraceLimits {
     TraceLimits::default()
@@ -244,4 +246,27 @@ fn reading_refuses_links_fifos_and_directories() {
         read_trace(&real, &small),
         Err(TraceError::TooLarge { .. })
     ));
+}
+
+/// Issue 22, defect 2: a trace a build names by its path is read only if
+/// the build's owner owns it; another user's is refused unread.
+#[test]
+fn reading_refuses_another_users_trace() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let own = dir.path().join("own.json");
+    std::fs::write(&own, a_corpus_trace()).unwrap_or_else(|e| panic!("{e}"));
+    let me = std::fs::metadata(&own)
+        .map(|m| m.uid())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(read_trace_owned_by(&own, &limits(), Some(me)).is_ok());
+    let other = me.wrapping_add(1);
+    match read_trace_owned_by(&own, &limits(), Some(other)) {
+        Err(TraceError::Io(e)) => assert!(e.to_string().contains("not by the build's owner"), "{e}"),
+        r => panic!("another user's trace was read: {:?}", r.map(|_| ())),
+    }
+    assert!(
+        read_trace_owned_by(&own, &limits(), None).is_ok(),
+        "no owner given: any"
+    );
 }
