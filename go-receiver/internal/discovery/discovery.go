@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -168,6 +169,12 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 		}
 		for _, match := range matches {
 			match = filepath.Clean(match)
+			// A wildcard chooses among directories that users create: a
+			// link there would take discovery out of the configured tree.
+			if link, ok := linkBelowFixedPrefix(pattern, match); ok {
+				s.Problems = append(s.Problems, Problem{Path: link, Err: ErrSymlink})
+				continue
+			}
 			// An invocation directory matched by name must be a real one,
 			// as below; a matched diagnostics parent is a root, whatever
 			// it is.
@@ -217,6 +224,30 @@ func (f Finder) Find(settled func(dir string) (FileID, bool)) Scan {
 	}
 	sort.Slice(s.Finished, func(i, j int) bool { return Less(s.Finished[i], s.Finished[j]) })
 	return s
+}
+
+// linkBelowFixedPrefix returns the first component of match that is a
+// symbolic link and was chosen by a wildcard of pattern. The pattern's fixed
+// prefix is configuration and may hold links (a symlinked /home); a pattern
+// without wildcards names its match exactly and is never checked.
+func linkBelowFixedPrefix(pattern, match string) (string, bool) {
+	if !strings.ContainsAny(pattern, "*?[{") {
+		return "", false
+	}
+	base, _ := doublestar.SplitPattern(filepath.ToSlash(pattern))
+	base = filepath.Clean(filepath.FromSlash(base))
+	rel, err := filepath.Rel(base, match)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", false
+	}
+	p := base
+	for _, component := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, component)
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // Less orders builds oldest first by (timestamp, numeric PID, path).

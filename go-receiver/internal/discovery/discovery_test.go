@@ -225,3 +225,41 @@ func TestRunningDirectoriesCarryTheirIdentity(t *testing.T) {
 		t.Fatalf("running %v ids %v, want %v (%v)", scan.Running, scan.RunningIDs, want, err)
 	}
 }
+
+func TestALinkChosenByAWildcardIsRefusedAndTheFixedPrefixIsFollowed(t *testing.T) {
+	root := t.TempDir()
+	own := filepath.Join(root, "home", "alice", "bin", "gcc.debug", "diagnostics")
+	mkBuild(t, own, "20261130T100000-1", true)
+	victim := filepath.Join(root, "victim", "bin", "gcc.debug")
+	mkBuild(t, filepath.Join(victim, "diagnostics"), "20261130T100000-2", true)
+	// mallory's variant directory is a link into the victim's tree (the
+	// glob does not descend through it), and mallory's diagnostics
+	// directory of another variant is a link to the victim's.
+	if err := os.MkdirAll(filepath.Join(root, "home", "mallory", "bin", "clang.debug"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(root, "home", "mallory", "bin", "gcc.debug")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(victim, "diagnostics"), filepath.Join(root, "home", "mallory", "bin", "clang.debug", "diagnostics")); err != nil {
+		t.Fatal(err)
+	}
+	// The configured prefix itself is reached through a link: that is allowed.
+	if err := os.Symlink(filepath.Join(root, "home"), filepath.Join(root, "homes")); err != nil {
+		t.Fatal(err)
+	}
+	scan := Finder{Include: []string{filepath.Join(root, "homes", "*", "bin", "*", "diagnostics")}}.Find(nil)
+	if got := ids(scan.Finished); !reflect.DeepEqual(got, []string{"20261130T100000-1"}) {
+		t.Fatalf("found %v, want only alice's build", got)
+	}
+	var refused []string
+	for _, p := range scan.Problems {
+		if errors.Is(p.Err, ErrSymlink) {
+			refused = append(refused, p.Path)
+		}
+	}
+	want := []string{filepath.Join(root, "homes", "mallory", "bin", "clang.debug", "diagnostics")}
+	if !reflect.DeepEqual(refused, want) {
+		t.Fatalf("refused links %v, want %v", refused, want)
+	}
+}
