@@ -1,4 +1,4 @@
-"""The independent time-trace computation (`clang_truth.py`) against
+"""The independent time-trace computation (`harness/clang_truth.py`) against
 ClangBuildAnalyzer's own output on the corpus' two real builds
 (corpus/time-trace/*/clangbuildanalyzer-analyze.txt): if it agrees with the
 tool there, it is a fair judge of our receiver on fresh real builds
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from . import clang_truth
+from harness import clang_truth
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO.parent / "shared" / "corpus" / "time-trace"

@@ -1,11 +1,12 @@
 """What clang's `-ftime-trace` files of a build say, computed here in
 Python from the raw JSON, independently of the receiver's Rust code: the
-ground truth the real-build time-trace tests judge our output against.
+ground truth the time-trace tests judge our output against (real builds in
+tests/realbuilds, the generated 100k-rule build in tests/pipeline).
 
 It follows aras-p/ClangBuildAnalyzer 1.6.0's definitions (its
 `BuildEvents.cpp` reading and `Analysis.cpp` rollup), written from its
 documented behaviour, and is itself checked against that tool's real
-output on the corpus' builds (`test_clang_truth_unit.py`):
+output on the corpus' builds (`realbuilds/test_clang_truth_unit.py`):
 
 * an event counts when `ph` is "X", `pid`/`tid`/`ts`/`dur` are integers and
   its name is one of `KINDS`; its detail is the first `args` value when that
@@ -40,7 +41,8 @@ class Event:
     name: str
     ts: int
     dur: int
-    detail: str
+    detail: str               # normalised where a path (ClangBuildAnalyzer's reading)
+    raw_detail: str           # as clang wrote it
     order: int                # position among the counted events, file order
     parent: "Event" = None
     counted: bool = True      # False: an extra Frontend merged into the first
@@ -69,9 +71,14 @@ def _is_int(value):
 
 
 def read_events(path):
-    """The counted events of one trace file, nested, extra Frontends merged."""
+    """(beginningOfTime, the counted events) of one trace file, nested,
+    extra Frontends merged."""
     with open(path, "rb") as f:
-        doc = json.load(f)
+        return read_doc(json.load(f))
+
+
+def read_doc(doc):
+    """read_events of a trace already parsed."""
     events = []
     for raw in doc.get("traceEvents", []):
         if not isinstance(raw, dict) or raw.get("ph") != "X" or raw.get("name") not in KINDS:
@@ -79,13 +86,12 @@ def read_events(path):
         if not all(_is_int(raw.get(k)) for k in ("pid", "tid", "ts", "dur")):
             continue
         args = raw.get("args")
-        detail = ""
+        raw_detail = ""
         if isinstance(args, dict) and args:
             first = next(iter(args.values()))
-            detail = first if isinstance(first, str) else ""
-        if raw["name"] in PATH_DETAILS:
-            detail = normalise_path(detail)
-        events.append(Event(raw["name"], raw["ts"], raw["dur"], detail, len(events)))
+            raw_detail = first if isinstance(first, str) else ""
+        detail = normalise_path(raw_detail) if raw["name"] in PATH_DETAILS else raw_detail
+        events.append(Event(raw["name"], raw["ts"], raw["dur"], detail, raw_detail, len(events)))
     _nest(events)
     _merge_frontends(events)
     return doc.get("beginningOfTime"), events
