@@ -19,6 +19,7 @@ _build/pipeline-results/.
 """
 
 import os
+import shutil
 import time
 
 import pytest
@@ -38,7 +39,9 @@ def traced_build(big_build, tmp_path):
     build = timetrace_build.generate(big_build, tmp_path / "build", PID, every=every)
     print(f"\n{build.traces} traces ({build.trace_bytes / 1e6:.0f} MB) beside {build.rules} rules written "
           f"in {time.monotonic() - t0:.0f} s: {build.clang_spans} clang spans expected")
-    return build
+    yield build
+    # pytest keeps the last runs' tmp dirs: not with 375 MB of traces each.
+    shutil.rmtree(tmp_path / "build", ignore_errors=True)
 
 
 def test_large_build_with_clang_traces_arrives_whole(collector_binary, traced_build, diag, tmp_path,
