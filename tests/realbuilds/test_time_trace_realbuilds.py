@@ -175,9 +175,9 @@ def sequence(request, clang_install, collector_binary, tmp_path_factory):
     backend = request.param
     work = Path(os.path.realpath(tmp_path_factory.mktemp(f"timetrace-{backend}")))
     seq = Sequence(backend, work, collector_binary)
-    seq.proc.start()
     t0 = time.monotonic()
     try:
+        seq.proc.start()
         seq.build("cold")
         seq.build("noop")
         stats = seq.ws / "src" / "stats.cpp"
