@@ -183,17 +183,26 @@ chaos: collector venv
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PY_MODULE) chaos.chaos
 
 ## test-pipeline: agent -> gateway (default otlp receiver) -> sink, and -> Jaeger v2: corpus builds and
-## a generated 100k-rule build arrive whole (CT_PIPELINE_RULES sets the size)
+## a generated 100k-rule build arrive whole (CT_PIPELINE_RULES sets the size), also with 16k clang
+## -ftime-trace files beside its compiles (test_time_trace_hop.py, ~1.5 min)
 test-pipeline: collector venv $(JAEGER)
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) JAEGER_BIN=$(abspath $(JAEGER)) $(PYTHON) -m pytest -q tests/pipeline
 
-## deps-realbuilds: ccache, ninja, cmake (apt, as root) and a venv with compiletools[otel]==13.1.4
+## deps-realbuilds: ccache, ninja, cmake, clang (apt, as root) and a venv with compiletools[otel]==13.1.4
 deps-realbuilds:
 	tests/install-deps.sh realbuilds
 
 ## test-realbuilds: real ct-cake builds (shake/make/ninja/cmake) vs our collector, plus a 20k-rule build
+## and clang -ftime-trace builds on shake and ninja (test_time_trace_realbuilds.py)
 test-realbuilds: collector venv deps-realbuilds
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/realbuilds
+
+## test-time-trace: only the clang -ftime-trace tests of test-realbuilds and test-pipeline (both part
+## of `make test`): real shake/ninja builds with clang, and the 100k-rule build over a default gRPC hop
+.PHONY: test-time-trace
+test-time-trace: collector venv deps-realbuilds
+	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/realbuilds/test_clang_truth_unit.py \
+	  tests/realbuilds/test_time_trace_realbuilds.py tests/pipeline/test_time_trace_hop.py
 
 ## test-casreal: real CAS stores filled by ct-cake: ct-cache-report --json vs our collector
 test-casreal: collector venv deps-realbuilds

@@ -6,7 +6,9 @@
 #
 # realbuilds  tests/realbuilds and tests/casreal (and the Rust CAS differential
 #             tests): ccache, ninja-build, cmake, g++, make, git, flock
-#             (util-linux) with apt, and a dedicated venv ($CT_VENV, default
+#             (util-linux), clang (Debian's clang 14 on bookworm: the
+#             `clang.time-trace` builds of test_time_trace_realbuilds.py)
+#             with apt, and a dedicated venv ($CT_VENV, default
 #             <repo>/_build/ct-venv) with compiletools[otel]==13.1.4 and every
 #             transitive dependency pinned (CT_PINS below). It is separate from
 #             the test venv (.venv), so ct-cake's dependencies never move the
@@ -95,7 +97,7 @@ apt_install() {
 deps_realbuilds() {
   local missing
   mapfile -t missing < <(missing_packages ccache=ccache ninja=ninja-build cmake=cmake g++=g++ \
-    make=make git=git flock=util-linux)
+    make=make git=git flock=util-linux clang=clang clang++=clang)
   python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
   apt_install realbuilds "${missing[@]}"
 

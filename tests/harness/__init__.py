@@ -13,6 +13,7 @@ tests/pytest.ini and `PYTHONPATH=tests` put tests/ on the import path).
     ctrun           one real ct-cake build in a minimal environment, watched
     projects        the generated one-commit C++ projects real builds run on
     ctotel_ids      the deterministic ctotel/v1 trace and span ids
+    clang_truth     clang -ftime-trace files read by ClangBuildAnalyzer's rules, independently of ours
     bench_builds    finished builds in bulk and process CPU/RSS, for benchmarks
     bench_inputs    rust/bench/inputs.py, the synthetic N-rule timing.json generator
     tcp_proxy       a TCP proxy a test cuts and restores (a backend unreachable), in or out of process

@@ -80,6 +80,7 @@ pub(super) fn collect(
     };
     let mut traces = BuildTraces::new(build.event_count());
     let mut rollup = Rollup::new(rollup_config(&cfg));
+    let (_, build_end_ns) = clock.root_interval();
     let mut ran = 0usize;
     let mut spans_left = cfg.max_spans_per_build as usize;
     for id in build.rule_ids() {
@@ -100,6 +101,7 @@ pub(super) fn collect(
         let window = RuleWindow {
             start_us: start_ns.div_euclid(1000),
             end_us: end_ns.div_euclid(1000),
+            build_end_us: build_end_ns.div_euclid(1000),
         };
         let Some(unit) = reader.trace_of(&rule, window, &mut traces, warnings) else {
             continue;

@@ -118,6 +118,15 @@ pub fn locate<'a>(
 pub struct RuleWindow {
     pub start_us: i64,
     pub end_us: i64,
+    /// The build's end: every compile of this build ended by then. ninja's
+    /// rule times are its own, shifted by its start-up, which on a loaded
+    /// machine makes every rule look hundreds of ms early (measured: the
+    /// traces of one real ninja build all ended 280–285 ms after their
+    /// rules, past the slack), so the end of the trace is held to the
+    /// build's end instead of the rule's. Another build's trace still does
+    /// not fit: an earlier build's compile started before this rule (the
+    /// start bound is the rule's), a later build's ended after this one.
+    pub build_end_us: i64,
 }
 
 impl RuleWindow {
@@ -135,13 +144,16 @@ impl RuleWindow {
     }
 }
 
-/// Whether the compile the trace records ran within the rule's window,
-/// give or take `slack_us`. A trace without `beginningOfTime` never fits.
+/// Whether the compile the trace records started within `slack_us` before
+/// the rule and ended by the rule's or the build's end (whichever is
+/// later), give or take `slack_us`. A trace without `beginningOfTime`
+/// never fits.
 pub fn in_window(unit: &TraceUnit, window: RuleWindow, slack_us: i64) -> bool {
     let Some((start, end)) = unit.compile_span_us() else {
         return false;
     };
-    start >= window.start_us.saturating_sub(slack_us) && end <= window.end_us.saturating_add(slack_us)
+    let latest_end = window.end_us.max(window.build_end_us);
+    start >= window.start_us.saturating_sub(slack_us) && end <= latest_end.saturating_add(slack_us)
 }
 
 /// The names of the files in `dir`, at most `max_entries` of them (a shake
@@ -247,6 +259,43 @@ mod tests {
             pid_in_trace_name(OBJ, &format!("{OBJ}.99999999999.c2d6.json")),
             None
         );
+    }
+
+    #[test]
+    fn the_window_starts_at_the_rule_and_ends_with_the_build() {
+        let unit = |start: i64, dur: i64| {
+            let doc = format!(
+                r#"{{"beginningOfTime": {start}, "traceEvents": [{{"pid":1,"tid":1,"ph":"X","name":"ExecuteCompiler","ts":0,"dur":{dur}}}]}}"#
+            );
+            crate::timetrace::parse_trace(doc.as_bytes(), &TraceLimits::default())
+        };
+        let window = RuleWindow {
+            start_us: 10_000_000,
+            end_us: 11_000_000,
+            build_end_us: 20_000_000,
+        };
+        let slack = RuleWindow::default_slack_us();
+        let fits = |start: i64, dur: i64| unit(start, dur).is_ok_and(|u| in_window(&u, window, slack));
+        assert!(fits(10_100_000, 800_000), "inside the rule");
+        // ninja on a loaded machine: the rule looks 300 ms early.
+        assert!(
+            fits(10_300_000, 1_000_000),
+            "ends after the rule, before the build's end"
+        );
+        assert!(
+            !fits(9_700_000, 500_000),
+            "started before the rule: an earlier build's"
+        );
+        assert!(
+            !fits(19_900_000, 500_000),
+            "ended after the build: a later build's"
+        );
+        let no_build_end = RuleWindow {
+            build_end_us: 0,
+            ..window
+        };
+        assert!(unit(10_300_000, 900_000).is_ok_and(|u| in_window(&u, no_build_end, slack)));
+        assert!(!unit(10_300_000, 1_000_000).is_ok_and(|u| in_window(&u, no_build_end, slack)));
     }
 
     #[test]

@@ -20,7 +20,9 @@
 //!   inclusive time summed over all its inclusions (nothing is
 //!   de-duplicated: a header inside another counts in both), with the chain
 //!   of enclosing header `Source` events as "included via"; a header is a
-//!   root one if some inclusion of it is not inside another header.
+//!   root one if some inclusion of it is not inside another header, looking
+//!   through every enclosing `Source` (a `.tcc` between two headers does
+//!   not make the inner one a root) up to the first other event.
 //!
 //! Ties in the sorted lists: ClangBuildAnalyzer breaks some by the order in
 //! which its worker threads interned names, which is not reproducible; here
@@ -101,6 +103,12 @@ struct Inherited {
     /// As an ancestor: the chain its header children were included through
     /// (None unless this is a header `Source`).
     chain_below: Option<ChainId>,
+    /// A `Source` in an unbroken line of `Source` events of which one is a
+    /// header: a header included below it is no root header, even through
+    /// a file that is no header itself (`cmath` → `specfun.h` →
+    /// `gamma.tcc` → `special_function_util.h`), as ClangBuildAnalyzer
+    /// walks every enclosing `Source` up to the first other event.
+    header_above: bool,
 }
 
 impl Rollup {
@@ -133,6 +141,7 @@ impl Rollup {
             Inherited {
                 path: 0,
                 chain_below: None,
+                header_above: false,
             };
             unit.events.len()
         ];
@@ -168,6 +177,9 @@ impl Rollup {
                 from_parent.map_or(0, |p| p.path)
             };
             let mut chain_below = None;
+            // Only Source events carry it: any other event ends the line.
+            let header_above_here = from_parent.is_some_and(|p| p.header_above);
+            let mut header_above = false;
             match event.kind {
                 EventKind::Frontend => {
                     self.summary.compilations += 1;
@@ -200,13 +212,19 @@ impl Rollup {
                     let chain = from_parent.and_then(|p| p.chain_below).unwrap_or(DIRECT);
                     let header = self.headers.entry(id).or_default();
                     header.time.add(event.dur);
-                    header.root |= chain == DIRECT;
+                    header.root |= !header_above_here;
                     header.chains.entry(chain).or_default().add(event.dur);
                     chain_below = Some(self.chain_node(id, chain));
+                    header_above = true;
                 }
+                EventKind::Source => header_above = header_above_here,
                 _ => {}
             }
-            inherited[i] = Inherited { path, chain_below };
+            inherited[i] = Inherited {
+                path,
+                chain_below,
+                header_above,
+            };
         }
         unit.times()
     }

@@ -301,3 +301,27 @@ fn headers_with_chains_roots_and_the_ellipsis() {
     );
     assert!(r.to_string().contains("  1x: via5.h \n  ...\n"), "{r}");
 }
+
+#[test]
+fn a_header_below_a_non_header_below_a_header_is_no_root_header() {
+    // libstdc++'s <cmath> → bits/specfun.h → tr1/gamma.tcc (no header by
+    // its extension) → tr1/special_function_util.h: ClangBuildAnalyzer
+    // walks every enclosing Source, so the last one is not a root header;
+    // a header inside a non-Source event (a class body) starts a new line.
+    let tu = unit(compile(
+        vec![
+            x("Source", 40, 10, Some("/i/special_function_util.h")),
+            x("Source", 35, 20, Some("/i/gamma.tcc")),
+            x("Source", 30, 40, Some("/i/specfun.h")),
+            x("Source", 20, 100, Some("/i/cmath")),
+            x("Source", 320, 5, Some("/i/in_class.h")),
+            x("ParseClass", 310, 20, Some("C")),
+            x("Source", 300, 50, Some("/i/outer.h")),
+        ],
+        1000,
+    ));
+    let r = report(&[("1.json", tu)], RollupConfig::default());
+    let mut roots: Vec<&str> = r.headers.iter().map(|h| h.path.as_str()).collect();
+    roots.sort_unstable();
+    assert_eq!(roots, ["/i/cmath", "/i/in_class.h", "/i/outer.h"]);
+}
