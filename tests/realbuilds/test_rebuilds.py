@@ -341,7 +341,9 @@ def reasons_of(compiles):
 def test_the_pch_rule_and_its_dependents_have_the_reason_of_the_edit(sequence, step):
     _, root, compiles = sequence.builds[step]
     got = reasons_of(compiles)
-    print(f"{step}: " + ", ".join(f"{Path(s).name} {r}" for s, r in sorted(got.items())))
+    named = {Path(s).name: list(a.get("ct.rule.rebuild_headers", [])) for s, a in compiles.items()}
+    print(f"{step}: " + ", ".join(f"{Path(s).name} {r} {named[Path(s).name] or ''}".rstrip()
+                                  for s, r in sorted(got.items())))
     assert got == sequence.truth[step], f"{step}: got {got}, want {sequence.truth[step]}"
     pch = compiles[str(sequence.pch_ws / "src/pch.hpp")]
     assert pch["ct.target"].endswith("/pch.hpp.gch"), pch["ct.target"]
@@ -407,3 +409,25 @@ def test_the_diff_cli_agrees_with_the_trace(sequence):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"\n$ ct-otel-dump diff OLD NEW   (header edit)\n{text}")
+
+
+def test_the_diff_cli_names_the_pch_headers(sequence):
+    """ct-otel-dump diff on the PCH header edit: the PCH's changed headers."""
+    binary = REPO / "_build" / "ct-otel-dump"
+    subprocess.run(["go", "build", "-o", str(binary), "./cmd/ct-otel-dump"], cwd=REPO / "go-receiver",
+                   check=True, timeout=600)
+    old, _, _ = sequence.builds["pch-cold"]
+    new, _, _ = sequence.builds["pch-header"]
+    flags = [str(binary), "diff", "--host-name", ourcollector.host_name()]
+    report = json.loads(subprocess.run(flags + ["--json", str(old), str(new)], check=True, capture_output=True,
+                                       timeout=120).stdout)
+    (group,) = [g for g in report["rebuilds"] if g["reason"] == "headers_changed"]
+    ((pch, headers),) = group["headers"].items()
+    assert pch.endswith("pch.hpp"), group
+    assert [h.removeprefix(str(sequence.pch_ws) + "/") for h in headers] == ["src/base.hpp"], group
+    text = subprocess.run(flags + [str(old), str(new)], check=True, capture_output=True, timeout=120,
+                          text=True).stdout
+    out = REPO / "_build" / "realbuilds" / "rebuilds-pch-diff.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"\n$ ct-otel-dump diff OLD NEW   (PCH header edit)\n{text}")
