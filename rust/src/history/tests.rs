@@ -375,9 +375,18 @@ fn pch_compile(cell: &std::path::Path, cmd_hash: &str, headers: &[(&str, &str)])
     let manifest = json!({"compiler": "g++", "compiler_identity": "g++", "header_realpath": "/s/pch.hpp",
                           "transitive_hashes": hashes});
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    set_mtime_before_the_builds(&dir.join("manifest.json"));
     json!({"name": "pch.hpp", "rule_type": "compile", "target": format!("{}/pch.hpp.gch", dir.display()),
            "source": "/s/pch.hpp", "start_s": 101.0, "end_s": 103.0,
            "metadata": {"cas.hit": false, "ct.rule.cache_layer": "compiled"}})
+}
+
+/// The builds here are dated 2026-11-30: a manifest written later than a
+/// build is not that build's (a later build rewrote it).
+pub(crate) fn set_mtime_before_the_builds(path: &std::path::Path) {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_996_800); // 2026-11-30T00:00Z
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.set_modified(at).unwrap();
 }
 
 fn headers_of(f: &HistoryFacts, b: &Build) -> Option<(Vec<String>, usize)> {

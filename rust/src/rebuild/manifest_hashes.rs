@@ -92,9 +92,16 @@ pub fn store_entry_of(target: &str) -> Option<(&str, u64, ArtefactKind)> {
     Some((dir, hex_prefix_u64(cmd_hash.as_bytes())?, kind))
 }
 
-/// Reads the manifest beside `target` (see the module docs); `Err` says
-/// why none is used.
-pub fn read_for_target(target: &str) -> Result<HeaderHashes, String> {
+/// How much later than its build's end a manifest may have been written
+/// and still be taken as that build's (the build's end time is known to
+/// about a second, formats.md §2.8).
+pub(crate) const MANIFEST_SLACK_NS: i64 = 2_000_000_000;
+
+/// Reads the manifest beside `target` (see the module docs), refusing one
+/// modified after `build_end_unix_ns` (+ [`MANIFEST_SLACK_NS`]): a later
+/// build planned since and rewrote it, so its hashes are not this
+/// build's. `Err` says why none is used.
+pub fn read_for_target(target: &str, build_end_unix_ns: i64) -> Result<HeaderHashes, String> {
     let (dir, cmd_hash, kind) = store_entry_of(target).ok_or("not a PCH/PCM store entry")?;
     let path = Path::new(dir).join("manifest.json");
     let file = crate::input::open_in_own_directory(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -102,6 +109,17 @@ pub fn read_for_target(target: &str) -> Result<HeaderHashes, String> {
     if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
         return Err(format!(
             "{}: not a regular file within {MAX_MANIFEST_BYTES} bytes",
+            path.display()
+        ));
+    }
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(i64::MAX, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    if modified > build_end_unix_ns.saturating_add(MANIFEST_SLACK_NS) {
+        return Err(format!(
+            "{}: rewritten after the build (by a later one)",
             path.display()
         ));
     }
@@ -276,20 +294,23 @@ mod tests {
         let cell = dir.path().join("cf1e549cce33c0e3");
         std::fs::create_dir(&cell).unwrap();
         let target = format!("{}/pch.hpp.gch", cell.display());
-        assert!(read_for_target(&target).is_err(), "no manifest");
+        assert!(read_for_target(&target, i64::MAX).is_err(), "no manifest");
         std::fs::write(
             cell.join("manifest.json"),
             br#"{"header_realpath": "/h", "transitive_hashes": {"/a": "1"}}"#,
         )
         .unwrap();
-        assert_eq!(read_for_target(&target).unwrap().headers.len(), 1);
+        assert_eq!(read_for_target(&target, i64::MAX).unwrap().headers.len(), 1);
+        // Written after the build ended (a later build rewrote it): not this build's.
+        let err = read_for_target(&target, 0).unwrap_err();
+        assert!(err.contains("rewritten after the build"), "{err}");
         // Too large: not read.
         std::fs::write(
             cell.join("manifest.json"),
             vec![b' '; MAX_MANIFEST_BYTES as usize + 1],
         )
         .unwrap();
-        assert!(read_for_target(&target).unwrap_err().contains("bytes"));
+        assert!(read_for_target(&target, i64::MAX).unwrap_err().contains("bytes"));
         // A symlinked manifest is not followed.
         std::fs::remove_file(cell.join("manifest.json")).unwrap();
         let elsewhere = dir.path().join("secret.json");
@@ -299,7 +320,7 @@ mod tests {
         )
         .unwrap();
         std::os::unix::fs::symlink(&elsewhere, cell.join("manifest.json")).unwrap();
-        assert!(read_for_target(&target).is_err());
-        assert!(read_for_target("/etc/passwd").is_err());
+        assert!(read_for_target(&target, i64::MAX).is_err());
+        assert!(read_for_target("/etc/passwd", i64::MAX).is_err());
     }
 }

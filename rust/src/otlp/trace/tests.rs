@@ -557,6 +557,13 @@ fn rebuild_attributes_and_the_previous_build_link_equal_prost_encoding() {
         let text = json!({"header_realpath": "/s/pch.hpp",
                           "transitive_hashes": {"/s/a.hpp": hash, "/s/b.hpp": "0".repeat(40)}});
         std::fs::write(pch_dir.join("manifest.json"), text.to_string()).unwrap();
+        // Dated before the builds (2026-11-30), as compiletools writes it while planning.
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_996_800);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(pch_dir.join("manifest.json"))
+            .unwrap();
+        file.set_modified(at).unwrap();
     };
     let pch_rule = json!({"name": "pch.hpp", "rule_type": "compile",
                           "target": format!("{}/pch.hpp.gch", pch_dir.display()), "source": "/s/pch.hpp",
