@@ -320,7 +320,6 @@ pub(super) fn evaluate(
     let mut by_slot = vec![[f64::NAN; 2]; build.event_count()];
     let mut rebuilds = vec![0u8; build.event_count()];
     let mut headers = Vec::new();
-    let build_end = clock.root_interval().1;
     let mut staged = Staged {
         build: key,
         scope: scope_of(origin.host, &build.variant),
@@ -363,7 +362,14 @@ pub(super) fn evaluate(
         let outcome = classify_outcome(&rule);
         // A PCH/PCM: no key in its name, its manifest's header hashes instead.
         let manifest = match cas_key {
-            None if compile => manifest_of(manifests, &staged.scope, path, key, rule.target(), build_end),
+            None if compile => manifest_of(
+                manifests,
+                &staged.scope,
+                path,
+                key,
+                rule.target(),
+                clock.wall(Interval::of(&rule).start),
+            ),
             _ => None,
         };
         if compile && outcome != Outcome::Hit(CacheLayer::Cas) {
@@ -453,7 +459,7 @@ pub(super) fn evaluate(
 /// The header hashes of a compile whose target is a PCH/PCM store entry:
 /// those recorded for this very build when it is read again (the file has
 /// been rewritten by later builds since), else its manifest's now unless
-/// it was written after the build ended at `build_end` (Unix ns); `None`
+/// it was modified after the compile started at `started` (Unix ns); `None`
 /// for other targets and unusable manifests (then `not_cas`, as before).
 fn manifest_of(
     manifests: &Manifests,
@@ -461,13 +467,13 @@ fn manifest_of(
     identity: &str,
     build: BuildKey,
     target: &str,
-    build_end: i64,
+    started: i64,
 ) -> Option<HeaderHashes> {
     store_entry_of(target)?;
     if let Some(kept) = manifests.of_build(scope, identity, build) {
         return Some(kept.clone());
     }
-    read_for_target(target, build_end).ok()
+    read_for_target(target, started).ok()
 }
 
 /// Span names of the [`TOP_REGRESSIONS`] largest deltas, largest first,

@@ -92,16 +92,17 @@ pub fn store_entry_of(target: &str) -> Option<(&str, u64, ArtefactKind)> {
     Some((dir, hex_prefix_u64(cmd_hash.as_bytes())?, kind))
 }
 
-/// How much later than its build's end a manifest may have been written
-/// and still be taken as that build's (the build's end time is known to
-/// about a second, formats.md §2.8).
-pub(crate) const MANIFEST_SLACK_NS: i64 = 2_000_000_000;
+/// How much later than its compile's start a manifest may have been
+/// modified and still be taken as that compile's: compiletools writes it
+/// while planning, before the compile starts; the slack covers coarse
+/// file-system timestamps.
+pub(crate) const MANIFEST_SLACK_NS: i64 = 1_000_000_000;
 
 /// Reads the manifest beside `target` (see the module docs), refusing one
-/// modified after `build_end_unix_ns` (+ [`MANIFEST_SLACK_NS`]): a later
-/// build planned since and rewrote it, so its hashes are not this
-/// build's. `Err` says why none is used.
-pub fn read_for_target(target: &str, build_end_unix_ns: i64) -> Result<HeaderHashes, String> {
+/// modified after `compile_start_unix_ns` (+ [`MANIFEST_SLACK_NS`]): a
+/// later build planned since and rewrote it, so its hashes are not this
+/// compile's. `Err` says why none is used.
+pub fn read_for_target(target: &str, compile_start_unix_ns: i64) -> Result<HeaderHashes, String> {
     let (dir, cmd_hash, kind) = store_entry_of(target).ok_or("not a PCH/PCM store entry")?;
     let path = Path::new(dir).join("manifest.json");
     let file = crate::input::open_in_own_directory(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -117,7 +118,7 @@ pub fn read_for_target(target: &str, build_end_unix_ns: i64) -> Result<HeaderHas
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(i64::MAX, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    if modified > build_end_unix_ns.saturating_add(MANIFEST_SLACK_NS) {
+    if modified > compile_start_unix_ns.saturating_add(MANIFEST_SLACK_NS) {
         return Err(format!(
             "{}: rewritten after the build (by a later one)",
             path.display()
@@ -301,7 +302,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(read_for_target(&target, i64::MAX).unwrap().headers.len(), 1);
-        // Written after the build ended (a later build rewrote it): not this build's.
+        // Written after the compile started (a later build rewrote it): not its.
         let err = read_for_target(&target, 0).unwrap_err();
         assert!(err.contains("rewritten after the build"), "{err}");
         // Too large: not read.
