@@ -362,14 +362,9 @@ pub(super) fn evaluate(
         let outcome = classify_outcome(&rule);
         // A PCH/PCM: no key in its name, its manifest's header hashes instead.
         let manifest = match cas_key {
-            None if compile => manifest_of(
-                manifests,
-                &staged.scope,
-                path,
-                key,
-                rule.target(),
-                clock.wall(Interval::of(&rule).start),
-            ),
+            None if compile => manifest_of(manifests, &staged.scope, path, key, rule.target(), || {
+                clock.wall(Interval::of(&rule).start)
+            }),
             _ => None,
         };
         if compile && outcome != Outcome::Hit(CacheLayer::Cas) {
@@ -459,7 +454,7 @@ pub(super) fn evaluate(
 /// The header hashes of a compile whose target is a PCH/PCM store entry:
 /// those recorded for this very build when it is read again (the file has
 /// been rewritten by later builds since), else its manifest's now unless
-/// it was modified after the compile started at `started` (Unix ns); `None`
+/// it was modified after the compile started (`started`, Unix ns); `None`
 /// for other targets and unusable manifests (then `not_cas`, as before).
 fn manifest_of(
     manifests: &Manifests,
@@ -467,13 +462,13 @@ fn manifest_of(
     identity: &str,
     build: BuildKey,
     target: &str,
-    started: i64,
+    started: impl FnOnce() -> i64,
 ) -> Option<HeaderHashes> {
     store_entry_of(target)?;
     if let Some(kept) = manifests.of_build(scope, identity, build) {
         return Some(kept.clone());
     }
-    read_for_target(target, started).ok()
+    read_for_target(target, started()).ok()
 }
 
 /// Span names of the [`TOP_REGRESSIONS`] largest deltas, largest first,
