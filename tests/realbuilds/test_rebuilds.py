@@ -21,6 +21,20 @@ from our output:
   clone     a second clone sharing the CAS           every compile a CAS hit: no compile span
   clone-edit  src/util.hpp edited in the clone      every TU including util.hpp new (another source path)
 
+A second, small project has a precompiled header (`//#PCH=pch.hpp` in
+main.cpp; pch.hpp includes base.hpp and extra.hpp), its store outside the
+work tree (formats.md §8 item 28):
+
+  pch-cold    fresh clone                           pch.hpp (the PCH rule), main.cpp, tool.cpp  new
+  pch-header  base.hpp edited, ct-trim-cache         pch.hpp headers_changed naming exactly base.hpp;
+              --cas-pchdir-only, then the build     main.cpp headers_changed; tool.cpp nothing
+
+compiletools 13.1.4 does not rebuild a PCH whose headers changed by itself:
+the `.gch` path holds only a command hash, and shake takes an existing CAS
+artefact as up to date. `ct-trim-cache` evicts it (its manifest's hashes no
+longer match the headers), and the next build compiles it again — the
+sequence a user gets, so the test runs it.
+
 The macro guards an inline function, so the -D changes the preprocessed
 text and ccache misses too (a guard around nothing would be a ccache
 preprocessor-mode hit: cas_miss_reason, the compiler never ran).
@@ -111,8 +125,10 @@ class Sequence:
         self.clone = work / "ws2"
         self.diag = work / "diag"
         self.diag2 = work / "diag2"
+        self.diag3 = work / "diag3"
         self.diag.mkdir()
         self.diag2.mkdir()
+        self.diag3.mkdir()
         self.sink = OtlpSink().start()
         self.proc = None
         self.builds = {}      # step -> (invocation dir, root span, compile spans by source)
@@ -121,7 +137,7 @@ class Sequence:
         self.proc = ourcollector.OurCollector(self.binary, self.work / f"collector-{len(self.builds)}",
                                               {"include": [str(self.diag)]}, self.sink.endpoint)
         self.proc.config_path.write_text(collector_config(
-            [self.diag, self.diag2], self.work / "capture", self.work / "storage",
+            [self.diag, self.diag2, self.diag3], self.work / "capture", self.work / "storage",
             self.proc.health_port, self.sink.endpoint))
         self.proc.start()
 
@@ -164,6 +180,51 @@ class Sequence:
                 assert a["ct.source"] not in compiles, f"{a['ct.source']} compiled twice"
                 compiles[a["ct.source"]] = a
         return root, compiles
+
+
+PCH_FILES = {
+    "src/base.hpp": "#ifndef BASE_HPP\n#define BASE_HPP\ninline int base() { return 1; }\n#endif\n",
+    "src/extra.hpp": "#ifndef EXTRA_HPP\n#define EXTRA_HPP\ninline int extra() { return 2; }\n#endif\n",
+    "src/pch.hpp": ("#ifndef PCH_HPP\n#define PCH_HPP\n#include <string>\n#include <vector>\n"
+                    "#include \"base.hpp\"\n#include \"extra.hpp\"\n#endif\n"),
+    "src/main.cpp": ("//#PCH=pch.hpp\n#include \"pch.hpp\"\n"
+                     "int main() { std::vector<int> v{base()}; return static_cast<int>(v.size()) - 1; }\n"),
+    "src/tool.cpp": "#include \"extra.hpp\"\nint main() { return extra() - 2; }\n",
+}
+
+
+def make_pch_project(root):
+    """A git work tree of PCH_FILES."""
+    ws = Path(root)
+    for name, text in PCH_FILES.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "init.defaultBranch=main"]
+    for argv in (["init", "-q", "."], ["add", "-A"], ["commit", "-q", "-m", "pch project"]):
+        subprocess.run(git + argv, cwd=ws, check=True, capture_output=True, timeout=60)
+    return ws
+
+
+def pch_sequence(seq):
+    """The PCH project's builds (see the module docstring)."""
+    ws = make_pch_project(seq.work / "pchws")
+    store = seq.work / "pch-store"
+    pch_flags = [f"--cas-pchdir={store}"]
+    tus = [str(ws / "src/main.cpp"), str(ws / "src/tool.cpp")]
+    seq.pch_ws = ws
+    seq.truth["pch-cold"] = {str(ws / "src/pch.hpp"): "new", **{t: "new" for t in tus}}
+    seq.build("pch-cold", ws=ws, diag=seq.diag3, extra=pch_flags)
+    edit(ws / "src/base.hpp", "inline int base()", "// edited by the test\ninline int base()")
+    # Ground truth: the headers the edit changed (base.hpp, which pch.hpp
+    # includes) and the TUs that include it, from the sources.
+    seq.pch_edited = [str((ws / "src/base.hpp").resolve())]
+    dependents = tus_including(ws, ws / "src/base.hpp")
+    seq.truth["pch-header"] = {str(ws / "src/pch.hpp"): "headers_changed", **{t: "headers_changed" for t in dependents}}
+    env = ctrun.build_env(str(seq.work), str(seq.work / "ccache"))
+    trim = subprocess.run(["ct-trim-cache", f"--variant={ctrun.VARIANT}", f"--cas-pchdir={store}", "--cas-pchdir-only"],
+                          cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert trim.returncode == 0, trim.stderr.decode(errors="replace")[-2000:]
+    seq.build("pch-header", ws=ws, diag=seq.diag3, extra=pch_flags)
 
 
 def edit(path, old, new):
@@ -220,6 +281,7 @@ def sequence(ct_install, collector_binary, tmp_path_factory):
         edit(clone / "src/util.hpp", "namespace util {", "namespace util {\n// edited in the clone")
         seq.truth["clone-edit"] = {tu: "new" for tu in tus_including(clone, clone / "src/util.hpp")}
         seq.build("clone-edit", ws=clone, diag=seq.diag2, extra=shared)
+        pch_sequence(seq)
         print(f"\nrebuild sequence: {len(seq.builds)} builds in {time.monotonic() - t0:.0f} s")
         yield seq
     finally:
@@ -268,6 +330,39 @@ def test_every_compile_has_the_reason_of_the_edit(sequence, step):
     print(f"{step}: {sorted(set(want.values()))} x{len(want)}; counts {counts}")
 
 
+PCH_STEPS = ["pch-cold", "pch-header"]
+
+
+def reasons_of(compiles):
+    return {src: a.get("ct.rule.rebuild_reason", a.get("ct.rule.cas_miss_reason")) for src, a in compiles.items()}
+
+
+@pytest.mark.parametrize("step", PCH_STEPS)
+def test_the_pch_rule_and_its_dependents_have_the_reason_of_the_edit(sequence, step):
+    _, root, compiles = sequence.builds[step]
+    got = reasons_of(compiles)
+    named = {Path(s).name: list(a.get("ct.rule.rebuild_headers", [])) for s, a in compiles.items()}
+    print(f"{step}: " + ", ".join(f"{Path(s).name} {r} {named[Path(s).name] or ''}".rstrip()
+                                  for s, r in sorted(got.items())))
+    assert got == sequence.truth[step], f"{step}: got {got}, want {sequence.truth[step]}"
+    pch = compiles[str(sequence.pch_ws / "src/pch.hpp")]
+    assert pch["ct.target"].endswith("/pch.hpp.gch"), pch["ct.target"]
+    counts = {k.removeprefix("ct.build.rebuild."): v for k, v in otlp.attributes(root.attributes).items()
+              if k.startswith("ct.build.rebuild.")}
+    for reason in REASONS:
+        assert counts[reason] == list(got.values()).count(reason), (step, counts)
+    if step == "pch-cold":
+        assert "ct.rule.rebuild_headers" not in pch
+        return
+    # Exactly the edited header, by its real path as the manifest lists it.
+    assert list(pch["ct.rule.rebuild_headers"]) == sequence.pch_edited, pch
+    assert pch["ct.rule.rebuild_headers_count"] == 1
+    assert list(pch.get("ct.rule.rebuild_changed", [])) == ["headers"]
+    for src, a in compiles.items():
+        if src != str(sequence.pch_ws / "src/pch.hpp"):
+            assert "ct.rule.rebuild_headers" not in a, (src, a)
+
+
 def test_the_header_edit_names_its_dependents_and_no_other_tu(sequence):
     ws = sequence.ws
     dependents = sequence.truth["header"]
@@ -314,3 +409,21 @@ def test_the_diff_cli_agrees_with_the_trace(sequence):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"\n$ ct-otel-dump diff OLD NEW   (header edit)\n{text}")
+
+
+def test_the_diff_cli_does_not_guess_a_pch_s_headers(sequence):
+    """ct-otel-dump diff on the PCH header edit, after the fact: the build
+    after OLD rewrote the PCH's manifest, so OLD's hashes are gone from
+    disk and the diff says not_cas for the PCH (never `evicted` from
+    comparing NEW's manifest with itself); the consumer is headers_changed."""
+    binary = REPO / "_build" / "ct-otel-dump"
+    subprocess.run(["go", "build", "-o", str(binary), "./cmd/ct-otel-dump"], cwd=REPO / "go-receiver",
+                   check=True, timeout=600)
+    old, _, _ = sequence.builds["pch-cold"]
+    new, _, _ = sequence.builds["pch-header"]
+    flags = [str(binary), "diff", "--host-name", ourcollector.host_name()]
+    report = json.loads(subprocess.run(flags + ["--json", str(old), str(new)], check=True, capture_output=True,
+                                       timeout=120).stdout)
+    got = {Path(src).name: g["reason"] for g in report["rebuilds"] for src in g["sources"]}
+    assert got == {"pch.hpp": "not_cas", "main.cpp": "headers_changed"}, report["rebuilds"]
+    assert all("headers" not in g for g in report["rebuilds"]), report["rebuilds"]

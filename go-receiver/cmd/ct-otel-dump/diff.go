@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,6 +75,9 @@ type reasonGroup struct {
 	Sources []string `json:"sources"`
 	// Changed counts the parts of the key that changed, over the group.
 	Changed map[string]int `json:"changed,omitempty"`
+	// Headers are, per precompiled header of the group, the transitive
+	// headers whose hash changed (ct.rule.rebuild_headers).
+	Headers map[string][]string `json:"headers,omitempty"`
 }
 
 type ruleDelta struct {
@@ -244,6 +248,17 @@ func (r *diffReport) relativeTo(dir string) {
 				groups[i].Sources[j] = strings.TrimPrefix(s, prefix)
 			}
 			slices.Sort(groups[i].Sources)
+			if groups[i].Headers != nil {
+				trimmed := map[string][]string{}
+				for src, headers := range groups[i].Headers {
+					short := make([]string, len(headers))
+					for k, h := range headers {
+						short[k] = strings.TrimPrefix(h, prefix)
+					}
+					trimmed[strings.TrimPrefix(src, prefix)] = short
+				}
+				groups[i].Headers = trimmed
+			}
 		}
 	}
 	for _, deltas := range [][]ruleDelta{r.Slower, r.Faster} {
@@ -315,6 +330,14 @@ func compare(oldBuild discovery.Build, oldTraces ptrace.Traces, newBuild discove
 			if v, ok := attrs.Get("ct.rule.rebuild_changed"); ok && v.Type() == pcommon.ValueTypeSlice {
 				for _, part := range v.Slice().All() {
 					g.Changed[part.Str()]++
+				}
+			}
+			if v, ok := attrs.Get("ct.rule.rebuild_headers"); ok && v.Type() == pcommon.ValueTypeSlice {
+				if g.Headers == nil {
+					g.Headers = map[string][]string{}
+				}
+				for _, h := range v.Slice().All() {
+					g.Headers[ruleLabel(s)] = append(g.Headers[ruleLabel(s)], h.Str())
 				}
 			}
 		}
@@ -521,6 +544,9 @@ func writeGroups(b *strings.Builder, title string, groups []reasonGroup) {
 			changed = " [changed: " + strings.Join(parts, ", ") + "]"
 		}
 		fmt.Fprintf(b, "  %-16s %4d  %s%s%s\n", g.Reason, g.Count, strings.Join(shown, ", "), more, changed)
+		for _, src := range slices.Sorted(maps.Keys(g.Headers)) {
+			fmt.Fprintf(b, "  %-16s       %s: %s\n", "", src, strings.Join(g.Headers[src], ", "))
+		}
 	}
 }
 

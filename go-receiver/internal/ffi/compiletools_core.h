@@ -717,7 +717,9 @@ int32_t ct_history_save(const CtHistory *history, CtBuffer *out);
  * Adds saved bytes to the history; `*restored` gets the number of targets
  * they held. Returns 0, or a non-zero `CtErrorCode` (malformed bytes: the
  * history is unchanged) with the reason in `error_message` (freed with
- * `ct_buffer_free`).
+ * `ct_buffer_free`). On success `error_message` is empty, or holds a note
+ * when the bytes were of an older format that was converted (to be
+ * logged as a warning).
  *
  * # Safety
  * `history` must be null or live; `bytes` valid for its length;

@@ -107,12 +107,14 @@ func (h *History) Save() ([]byte, error) {
 }
 
 // Restore adds bytes from Save to the history and returns the number of
-// targets they held; malformed bytes change nothing and are an error.
-func (h *History) Restore(b []byte) (int, error) {
+// targets they held and, when the bytes were of an older format that was
+// converted, a note to warn with; malformed bytes change nothing and are
+// an error.
+func (h *History) Restore(b []byte) (int, string, error) {
 	ptr, release := h.acquire()
 	defer release()
 	if ptr == nil {
-		return 0, &Error{Code: CodeInvalidRequest, Message: "history is closed"}
+		return 0, "", &Error{Code: CodeInvalidRequest, Message: "history is closed"}
 	}
 	var restored C.uint64_t
 	var msg C.CtBuffer
@@ -125,9 +127,9 @@ func (h *History) Restore(b []byte) (int, error) {
 		return C.ct_history_restore(ptr, v, &restored, &msg)
 	})
 	if code != 0 {
-		return 0, &Error{Code: Code(code), Message: string(bufferBytes(msg))}
+		return 0, "", &Error{Code: Code(code), Message: string(bufferBytes(msg))}
 	}
-	return int(restored), nil
+	return int(restored), string(bufferBytes(msg)), nil
 }
 
 // Footprint reports what the history holds (zeros once closed).

@@ -21,7 +21,7 @@ func (h *History) Discard(string) bool { return false }
 func (h *History) Save() ([]byte, error) { return nil, ErrCgoRequired }
 
 // Restore always fails without cgo.
-func (h *History) Restore([]byte) (int, error) { return 0, ErrCgoRequired }
+func (h *History) Restore([]byte) (int, string, error) { return 0, "", ErrCgoRequired }
 
 // Footprint is always zero without cgo.
 func (h *History) Footprint() HistoryFootprint { return HistoryFootprint{} }

@@ -44,13 +44,13 @@ func TestHistoryCommitSaveRestoreThroughTheBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer small.Close()
-	if n, err := small.Restore(saved); err != nil || n != 50 {
+	if n, note, err := small.Restore(saved); err != nil || n != 50 || note != "" {
 		t.Fatalf("restore: %d, %v", n, err)
 	}
 	if f := small.Footprint(); f.Targets != 20 || f.Evicted != 30 {
 		t.Fatalf("restored into 20 targets: %+v", f)
 	}
-	if _, err := small.Restore([]byte("not a history at all")); CodeOf(err) != CodeInvalidRequest {
+	if _, _, err := small.Restore([]byte("not a history at all")); CodeOf(err) != CodeInvalidRequest {
 		t.Fatalf("garbage restored: %v", err)
 	}
 	if f := small.Footprint(); f.Targets != 20 {

@@ -58,9 +58,13 @@ func Open(ctx context.Context, o Options, store Blobs, logger *zap.Logger) (*Kee
 	if len(saved) == 0 {
 		return h, nil
 	}
-	n, err := core.Restore(saved)
+	n, note, err := core.Restore(saved)
 	if err != nil {
 		logger.Warn("saved compile history is unreadable; starting with an empty one", zap.Error(err))
+		return h, nil
+	}
+	if note != "" {
+		logger.Warn("saved compile history was of an older format", zap.String("conversion", note), zap.Int("targets", n))
 		return h, nil
 	}
 	logger.Info("compile history restored", zap.Int("targets", n))

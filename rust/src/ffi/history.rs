@@ -120,7 +120,9 @@ pub unsafe extern "C" fn ct_history_save(history: *const CtHistory, out: *mut Ct
 /// Adds saved bytes to the history; `*restored` gets the number of targets
 /// they held. Returns 0, or a non-zero `CtErrorCode` (malformed bytes: the
 /// history is unchanged) with the reason in `error_message` (freed with
-/// `ct_buffer_free`).
+/// `ct_buffer_free`). On success `error_message` is empty, or holds a note
+/// when the bytes were of an older format that was converted (to be
+/// logged as a warning).
 ///
 /// # Safety
 /// `history` must be null or live; `bytes` valid for its length;
@@ -146,10 +148,13 @@ pub unsafe extern "C" fn ct_history_restore(
     };
     // SAFETY: the caller guarantees the view is valid during the call.
     let bytes = unsafe { bytes.as_slice() };
-    match guard(|| h.restore(bytes)) {
-        Ok(Ok(n)) => {
+    match guard(|| h.restore_noting(bytes)) {
+        Ok(Ok((n, note))) => {
             if let Some(r) = restored {
                 *r = n as u64;
+            }
+            if let Some(note) = note {
+                fail(ErrorCode::Ok, note.to_owned());
             }
             ErrorCode::Ok as i32
         }
@@ -226,6 +231,14 @@ mod tests {
             let mut err = CtBuffer::empty();
             assert_eq!(ct_history_restore(h, view(&saved), &mut n, &mut err), 0);
             assert_eq!(n, 0);
+            assert_eq!(err.len, 0, "no note for the current format");
+            // An older receiver's CTHIST3 (no manifest section): converted, with a note.
+            let mut v3 = saved[..saved.len() - 4].to_vec();
+            v3[..8].copy_from_slice(b"CTHIST3\n");
+            assert_eq!(ct_history_restore(h, view(&v3), &mut n, &mut err), 0);
+            let note = String::from_utf8_lossy(std::slice::from_raw_parts(err.ptr, err.len)).into_owned();
+            assert!(note.contains("converted"), "{note}");
+            ct_buffer_free(&mut err);
             let code = ct_history_restore(h, view(b"garbage!"), &mut n, &mut err);
             assert_eq!(code, ErrorCode::InvalidRequest as i32);
             let msg = String::from_utf8_lossy(std::slice::from_raw_parts(err.ptr, err.len)).into_owned();

@@ -5,8 +5,13 @@
 
 use super::builds::{build_scope_of, BuildRecord, Comparison};
 use super::lru::TargetLru;
+use super::manifests::Manifests;
 use super::record::BuildKey;
-use crate::rebuild::{classify, stable_hash, stable_identity_in, CasKey, Changed, RebuildReason, REASONS};
+use crate::rebuild::manifest_hashes::{read_for_target, store_entry_of};
+use crate::rebuild::{
+    changed_headers, classify, classify_manifest, stable_hash, stable_identity_in, CasKey, Changed,
+    HeaderHashes, RebuildReason, MAX_NAMED_HEADERS, REASONS,
+};
 use crate::timing::naming::span_name;
 use crate::timing::{Build, Clock, Event, Interval, MetaValue, CACHE_LAYER_KEY};
 
@@ -118,8 +123,15 @@ pub struct HistoryFacts {
     /// Per event slot: the rebuild reason, packed ([`pack_rebuild`]); 0
     /// when none.
     rebuilds: Vec<u8>,
+    /// The PCH/PCM compiles whose manifest named changed headers: slot,
+    /// the first [`MAX_NAMED_HEADERS`] names, how many changed in all;
+    /// ascending by slot (a few per build).
+    headers: Vec<ChangedHeaders>,
     summary: HistorySummary,
 }
+
+/// One PCH/PCM span's changed headers: its slot, the names, the count.
+type ChangedHeaders = (usize, Box<[Box<str>]>, usize);
 
 /// Bits of a packed rebuild: the reason's code (1..=6) in the low three,
 /// the changed parts in the next three, ccache-served in bit 6.
@@ -152,6 +164,16 @@ impl HistoryFacts {
         &self.summary
     }
 
+    /// The headers whose hash changed since the previous compile of the
+    /// PCH/PCM rule span `id` (most relevant first, at most
+    /// [`MAX_NAMED_HEADERS`]) and how many changed in all; `None` for any
+    /// other span.
+    pub fn rebuild_headers(&self, id: crate::timing::EventId) -> Option<(&[Box<str>], usize)> {
+        let i = self.headers.binary_search_by_key(&id.slot(), |h| h.0).ok()?;
+        let (_, names, total) = &self.headers[i];
+        Some((names, *total))
+    }
+
     pub(super) fn set_comparison(&mut self, comparison: Option<Comparison>) {
         self.summary.comparison = comparison;
     }
@@ -162,7 +184,10 @@ impl HistoryFacts {
 impl PartialEq for HistoryFacts {
     fn eq(&self, other: &Self) -> bool {
         let bits = |f: &Self| -> Vec<[u64; 2]> { f.by_slot.iter().map(|s| s.map(f64::to_bits)).collect() };
-        bits(self) == bits(other) && self.rebuilds == other.rebuilds && self.summary == other.summary
+        bits(self) == bits(other)
+            && self.rebuilds == other.rebuilds
+            && self.headers == other.headers
+            && self.summary == other.summary
     }
 }
 
@@ -180,6 +205,8 @@ pub(super) struct Staged {
     pub build_scope: String,
     paths: String,
     touched: Vec<Touched>,
+    /// The manifests of its PCH/PCM compiles, by identity.
+    pub manifests: Vec<(String, HeaderHashes)>,
     /// The build's record: its rules' identity hashes as evaluated
     /// (sorted by [`Staged::finish`]) and its totals once finished.
     pub record: BuildRecord,
@@ -283,6 +310,7 @@ fn identity_of<'b>(rule: &Event<'b>, scratch: &'b mut String) -> &'b str {
 /// identity (a target, or a compile's source).
 pub(super) fn evaluate(
     targets: &TargetLru,
+    manifests: &Manifests,
     window: usize,
     build: &Build,
     clock: &Clock,
@@ -291,6 +319,7 @@ pub(super) fn evaluate(
     let key = origin.key;
     let mut by_slot = vec![[f64::NAN; 2]; build.event_count()];
     let mut rebuilds = vec![0u8; build.event_count()];
+    let mut headers = Vec::new();
     let mut staged = Staged {
         build: key,
         scope: scope_of(origin.host, &build.variant),
@@ -331,9 +360,29 @@ pub(super) fn evaluate(
             None
         };
         let outcome = classify_outcome(&rule);
+        // A PCH/PCM: no key in its name, its manifest's header hashes instead.
+        let manifest = match cas_key {
+            None if compile => manifest_of(manifests, &staged.scope, path, key, rule.target(), || {
+                clock.wall(Interval::of(&rule).start)
+            }),
+            _ => None,
+        };
         if compile && outcome != Outcome::Hit(CacheLayer::Cas) {
-            let previous = record.and_then(|r| r.key_before(key));
-            let (reason, changed) = classify(previous, cas_key);
+            let (reason, changed) = match &manifest {
+                Some(now) => {
+                    let previous = manifests.before(&staged.scope, path, key);
+                    let compiled_before = record.is_some_and(|r| !r.before(key).is_empty());
+                    if let Some(previous) = previous {
+                        let (names, total) = changed_headers(previous, now, MAX_NAMED_HEADERS);
+                        if total > 0 {
+                            let names: Box<[Box<str>]> = names.into_iter().map(Box::from).collect();
+                            headers.push((rule.id().slot(), names, total));
+                        }
+                    }
+                    classify_manifest(previous, now, compiled_before)
+                }
+                None => classify(record.and_then(|r| r.key_before(key)), cas_key),
+            };
             let ccache_served = outcome == Outcome::Hit(CacheLayer::Ccache);
             if ccache_served {
                 summary.ccache_served += 1;
@@ -347,6 +396,9 @@ pub(super) fn evaluate(
                     ccache_served,
                 });
             }
+        }
+        if let Some(now) = manifest {
+            staged.manifests.push((path.to_owned(), now));
         }
         match outcome {
             Outcome::Hit(layer) => {
@@ -387,14 +439,36 @@ pub(super) fn evaluate(
     summary.top_regressions = top(build, regressions);
     debug_assert_eq!(summary.rebuilds.len(), REASONS.len());
     staged.record.rules = rule_hashes.into_boxed_slice();
+    headers.sort_unstable_by_key(|h| h.0);
     (
         HistoryFacts {
             by_slot,
             rebuilds,
+            headers,
             summary,
         },
         staged,
     )
+}
+
+/// The header hashes of a compile whose target is a PCH/PCM store entry:
+/// those recorded for this very build when it is read again (the file has
+/// been rewritten by later builds since), else its manifest's now unless
+/// it was modified after the compile started (`started`, Unix ns); `None`
+/// for other targets and unusable manifests (then `not_cas`, as before).
+fn manifest_of(
+    manifests: &Manifests,
+    scope: &str,
+    identity: &str,
+    build: BuildKey,
+    target: &str,
+    started: impl FnOnce() -> i64,
+) -> Option<HeaderHashes> {
+    store_entry_of(target)?;
+    if let Some(kept) = manifests.of_build(scope, identity, build) {
+        return Some(kept.clone());
+    }
+    read_for_target(target, started()).ok()
 }
 
 /// Span names of the [`TOP_REGRESSIONS`] largest deltas, largest first,

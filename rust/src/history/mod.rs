@@ -50,6 +50,7 @@ mod builds;
 mod codec;
 mod evaluate;
 mod lru;
+mod manifests;
 mod record;
 
 use std::collections::{HashMap, VecDeque};
@@ -62,6 +63,7 @@ pub use record::BuildKey;
 use builds::BuildRecords;
 use evaluate::Staged;
 use lru::TargetLru;
+use manifests::{KeptManifest, Manifests};
 use record::{Compile, Seen};
 
 use crate::timing::{Build, Clock};
@@ -109,6 +111,8 @@ pub struct History {
 struct State {
     targets: TargetLru,
     builds: BuildRecords,
+    /// PCH/PCM manifests' header hashes ([`manifests`]).
+    manifests: Manifests,
     window: usize,
     staged: HashMap<String, Staged>,
     /// Staged build ids, oldest staging first.
@@ -129,6 +133,7 @@ impl History {
             state: Mutex::new(State {
                 targets: TargetLru::new(config.max_targets),
                 builds: BuildRecords::default(),
+                manifests: Manifests::default(),
                 window: config.window.clamp(1, MAX_WINDOW),
                 staged: HashMap::new(),
                 staged_order: VecDeque::new(),
@@ -173,7 +178,14 @@ impl History {
         build_id: &str,
     ) -> HistoryFacts {
         let mut state = self.lock();
-        let (facts, staged) = evaluate::evaluate(&state.targets, state.window, build, clock, origin);
+        let (facts, staged) = evaluate::evaluate(
+            &state.targets,
+            &state.manifests,
+            state.window,
+            build,
+            clock,
+            origin,
+        );
         state.stage(build_id, staged);
         facts
     }
@@ -231,6 +243,13 @@ impl History {
             }
         }
         let touched = staged.len();
+        for (identity, hashes) in staged.manifests {
+            let manifest = KeptManifest {
+                build: staged.build,
+                hashes,
+            };
+            state.manifests.record(&staged.scope, &identity, manifest);
+        }
         if staged.finished {
             state.builds.record(&staged.build_scope, staged.record);
         }
@@ -246,7 +265,7 @@ impl History {
     /// builds not checkpointed, which are read again after a restart).
     pub fn save(&self) -> Vec<u8> {
         let state = self.lock();
-        codec::encode(&state.targets, &state.builds)
+        codec::encode(&state.targets, &state.builds, &state.manifests)
     }
 
     /// Adds saved bytes to the history (normally empty); returns how many
@@ -255,10 +274,21 @@ impl History {
     /// with an error that says so: the receiver warns once and starts
     /// afresh.
     pub fn restore(&self, bytes: &[u8]) -> Result<usize, String> {
+        self.restore_noting(bytes).map(|(n, _)| n)
+    }
+
+    /// [`History::restore`], with a note when the bytes were of an older
+    /// format that was converted (the receiver logs it as one warning).
+    pub fn restore_noting(&self, bytes: &[u8]) -> Result<(usize, Option<&'static str>), String> {
         let mut state = self.lock();
         let kept = state.window + 1;
-        let State { targets, builds, .. } = &mut *state;
-        codec::decode_into(bytes, targets, builds, kept)
+        let State {
+            targets,
+            builds,
+            manifests,
+            ..
+        } = &mut *state;
+        codec::decode_into(bytes, targets, builds, manifests, kept)
     }
 
     pub fn footprint(&self) -> Footprint {
@@ -270,7 +300,7 @@ impl History {
                 .iter_oldest_first()
                 .map(|(_, _, r)| r.compiles().len() as u64)
                 .sum(),
-            bytes: (t.heap_bytes() + state.builds.heap_bytes()) as u64,
+            bytes: (t.heap_bytes() + state.builds.heap_bytes() + state.manifests.heap_bytes()) as u64,
             staged_builds: state.staged.len() as u64,
             evicted: t.evicted(),
         }

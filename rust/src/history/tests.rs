@@ -364,6 +364,146 @@ fn rebuild_reasons_follow_the_key_of_the_previous_compile() {
     assert_eq!(evaluate_only(&restored, &b4, "b4"), evaluate_only(&h, &b4, "b4"));
 }
 
+/// A PCH compile of `/s/pch.hpp` into `<cell>/<cmd_hash>/pch.hpp.gch`,
+/// its manifest written with `headers` (path, 40-hex hash) as
+/// compiletools does while planning the build.
+fn pch_compile(cell: &std::path::Path, cmd_hash: &str, headers: &[(&str, &str)]) -> Value {
+    let dir = cell.join(cmd_hash);
+    std::fs::create_dir_all(&dir).unwrap();
+    let hashes: serde_json::Map<String, Value> =
+        headers.iter().map(|(p, h)| ((*p).to_owned(), json!(h))).collect();
+    let manifest = json!({"compiler": "g++", "compiler_identity": "g++", "header_realpath": "/s/pch.hpp",
+                          "transitive_hashes": hashes});
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    set_mtime_before_the_builds(&dir.join("manifest.json"));
+    json!({"name": "pch.hpp", "rule_type": "compile", "target": format!("{}/pch.hpp.gch", dir.display()),
+           "source": "/s/pch.hpp", "start_s": 101.0, "end_s": 103.0,
+           "metadata": {"cas.hit": false, "ct.rule.cache_layer": "compiled"}})
+}
+
+/// The builds here are dated 2026-11-30: a manifest written later than a
+/// build is not that build's (a later build rewrote it).
+pub(crate) fn set_mtime_before_the_builds(path: &std::path::Path) {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_996_800); // 2026-11-30T00:00Z
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.set_modified(at).unwrap();
+}
+
+fn headers_of(f: &HistoryFacts, b: &Build) -> Option<(Vec<String>, usize)> {
+    f.rebuild_headers(rule_named(b, "pch.hpp"))
+        .map(|(names, n)| (names.iter().map(|s| s.to_string()).collect(), n))
+}
+
+const H1: &str = "48724a85207b0bc0b43f0a59b206da5e4759d4f3";
+const H2: &str = "def9ae81896b93d7bd902b8bed8eddd488508b6d";
+
+#[test]
+fn a_pch_names_the_headers_whose_hash_changed() {
+    let cell = tempfile::tempdir().unwrap();
+    let cmd = "cf1e549cce33c0e3";
+    let h = History::new(HistoryConfig::default());
+    let b1 = build(
+        1,
+        vec![pch_compile(
+            cell.path(),
+            cmd,
+            &[("/s/a.hpp", H1), ("/s/b.hpp", H1)],
+        )],
+    );
+    let f1 = run(&h, &b1, "b1");
+    assert_eq!(reason_of(&f1, &b1, "pch.hpp").0, "new");
+    assert_eq!(headers_of(&f1, &b1), None);
+    // b.hpp edited (the manifest is rewritten in place, same command hash).
+    let b2 = build(
+        2,
+        vec![pch_compile(
+            cell.path(),
+            cmd,
+            &[("/s/a.hpp", H1), ("/s/b.hpp", H2)],
+        )],
+    );
+    let f2 = run(&h, &b2, "b2");
+    assert_eq!(
+        reason_of(&f2, &b2, "pch.hpp"),
+        ("headers_changed".into(), vec!["headers"], false)
+    );
+    assert_eq!(headers_of(&f2, &b2), Some((vec!["/s/b.hpp".to_owned()], 1)));
+    assert_eq!(f2.summary().rebuilds, [0, 0, 1, 0, 0, 0]);
+    // Read again after a later build rewrote the manifest: what it saw then.
+    let b3 = build(
+        3,
+        vec![pch_compile(cell.path(), "00000000000000ff", &[("/s/a.hpp", H2)])],
+    );
+    assert_eq!(evaluate_only(&h, &b2, "b2"), f2);
+    // Flags (another command hash), a header edited and one gone.
+    let f3 = run(&h, &b3, "b3");
+    assert_eq!(
+        reason_of(&f3, &b3, "pch.hpp"),
+        ("headers_changed".into(), vec!["headers", "flags"], false)
+    );
+    assert_eq!(
+        headers_of(&f3, &b3),
+        Some((vec!["/s/a.hpp".to_owned(), "/s/b.hpp".to_owned()], 2))
+    );
+    // The same again (the .gch trimmed): evicted, no header named.
+    let b4 = build(
+        4,
+        vec![pch_compile(cell.path(), "00000000000000ff", &[("/s/a.hpp", H2)])],
+    );
+    let f4 = run(&h, &b4, "b4");
+    assert_eq!(reason_of(&f4, &b4, "pch.hpp").0, "evicted");
+    assert_eq!(headers_of(&f4, &b4), None);
+    // Saved and restored: the same facts; a manifest gone: not_cas.
+    let restored = History::new(HistoryConfig::default());
+    restored.restore(&h.save()).unwrap();
+    let b5 = build(5, vec![pch_compile(cell.path(), cmd, &[("/s/a.hpp", H1)])]);
+    assert_eq!(evaluate_only(&restored, &b5, "b5"), evaluate_only(&h, &b5, "b5"));
+    assert_eq!(
+        reason_of(&evaluate_only(&h, &b5, "b5"), &b5, "pch.hpp").0,
+        "headers_changed"
+    );
+    std::fs::remove_file(cell.path().join(cmd).join("manifest.json")).unwrap();
+    assert_eq!(
+        reason_of(&evaluate_only(&h, &b5, "b5"), &b5, "pch.hpp").0,
+        "not_cas"
+    );
+}
+
+/// A history without manifests (a converted CTHIST3): a PCH compiled
+/// before is not_cas once, not new; then it has its manifest.
+#[test]
+fn a_pch_compiled_before_without_a_kept_manifest_is_not_cas_once() {
+    let cell = tempfile::tempdir().unwrap();
+    let cmd = "cf1e549cce33c0e3";
+    let h = History::new(HistoryConfig::default());
+    let b1 = build(1, vec![pch_compile(cell.path(), cmd, &[("/s/a.hpp", H1)])]);
+    run(&h, &b1, "b1");
+    // The CTHIST3 layout: the same without the manifest section.
+    let mut bytes = {
+        let state = h.lock();
+        codec::encode(&state.targets, &state.builds, &Manifests::default())
+    };
+    bytes.truncate(bytes.len() - 4);
+    bytes[..8].copy_from_slice(b"CTHIST3\n");
+    let converted = History::new(HistoryConfig::default());
+    assert_eq!(
+        converted
+            .restore_noting(&bytes)
+            .map(|(n, note)| (n, note.is_some())),
+        Ok((1, true))
+    );
+    let b2 = build(2, vec![pch_compile(cell.path(), cmd, &[("/s/a.hpp", H2)])]);
+    assert_eq!(
+        reason_of(&run(&converted, &b2, "b2"), &b2, "pch.hpp").0,
+        "not_cas"
+    );
+    let b3 = build(3, vec![pch_compile(cell.path(), cmd, &[("/s/a.hpp", H1)])]);
+    assert_eq!(
+        reason_of(&run(&converted, &b3, "b3"), &b3, "pch.hpp").0,
+        "headers_changed"
+    );
+}
+
 #[test]
 fn the_previous_build_is_compared_and_kept_per_pipeline() {
     let h = History::new(HistoryConfig::default());

@@ -50,14 +50,17 @@ pub fn analytics_root_attributes(analytics: &BuildAnalytics, max_attribute_len: 
     a.finish().0
 }
 
-/// A rule attribute's value: a number of seconds, a flag, or one of a
-/// fixed set of names (the rebuild reasons).
+/// A rule attribute's value: a number of seconds, a count, a flag, one of
+/// a fixed set of names (the rebuild reasons), or names the history holds
+/// (a precompiled header's changed headers).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RuleValue {
+pub enum RuleValue<'h> {
     Double(f64),
+    Int(i64),
     Bool(bool),
     Str(&'static str),
     Strs(&'static [&'static str]),
+    Names(&'h [Box<str>]),
 }
 
 /// A rule span's analytics attributes, the compile history's after them,
@@ -66,7 +69,7 @@ pub enum RuleValue {
 pub fn rule_attributes(
     facts: Option<RuleFacts>,
     history: Option<RuleHistory>,
-) -> impl Iterator<Item = (&'static str, RuleValue)> {
+) -> impl Iterator<Item = (&'static str, RuleValue<'static>)> {
     [
         facts.map(|f| (RULE_WEIGHTED_S, RuleValue::Double(f.weighted_s))),
         facts

@@ -31,6 +31,11 @@ pub const RULE_REBUILD_REASON: &str = "ct.rule.rebuild_reason";
 pub const RULE_CAS_MISS_REASON: &str = "ct.rule.cas_miss_reason";
 /// Rule: every part of the CAS key that changed (`source`, `headers`, `flags`).
 pub const RULE_REBUILD_CHANGED: &str = "ct.rule.rebuild_changed";
+/// Rule (a PCH/PCM compile): the transitive headers whose hash changed
+/// since its previous compile, most relevant first, at most 16.
+pub const RULE_REBUILD_HEADERS: &str = "ct.rule.rebuild_headers";
+/// Rule (a PCH/PCM compile): how many headers changed in all.
+pub const RULE_REBUILD_HEADERS_COUNT: &str = "ct.rule.rebuild_headers_count";
 
 /// Root: compiles that ran the compiler, one key per reason.
 pub const BUILD_REBUILD_KEYS: [&str; 6] = [
@@ -60,10 +65,12 @@ pub const REBUILDS_DESCRIPTION: &str =
     "Compiles that ran the compiler, by why the CAS did not have the object (history.enabled)";
 
 /// A rule's rebuild attributes: the reason (under the key saying whether
-/// the compiler ran) and the changed parts when any.
-pub fn rule_rebuild_attributes(
+/// the compiler ran), the changed parts when any, and for a precompiled
+/// header the headers that changed (`headers`: names and their count).
+pub fn rule_rebuild_attributes<'h>(
     rebuild: Option<RuleRebuild>,
-) -> impl Iterator<Item = (&'static str, RuleValue)> {
+    headers: Option<(&'h [Box<str>], usize)>,
+) -> impl Iterator<Item = (&'static str, RuleValue<'h>)> {
     let reason = rebuild.map(|r| {
         let key = if r.ccache_served {
             RULE_CAS_MISS_REASON
@@ -75,7 +82,15 @@ pub fn rule_rebuild_attributes(
     let changed = rebuild
         .filter(|r| !r.changed.is_empty())
         .map(|r| (RULE_REBUILD_CHANGED, RuleValue::Strs(r.changed.names())));
-    reason.into_iter().chain(changed)
+    let headers = rebuild.and(headers);
+    let names = headers.map(|(names, _)| (RULE_REBUILD_HEADERS, RuleValue::Names(names)));
+    let count = headers.map(|(_, n)| {
+        (
+            RULE_REBUILD_HEADERS_COUNT,
+            RuleValue::Int(saturating_i64(n as u64)),
+        )
+    });
+    reason.into_iter().chain(changed).chain(names).chain(count)
 }
 
 /// The root's rebuild and comparison attributes, in this order: the
@@ -198,7 +213,7 @@ mod tests {
             changed: Changed::from_bits(Changed::HEADERS | Changed::FLAGS),
             ccache_served: false,
         };
-        let got: Vec<_> = rule_rebuild_attributes(Some(r)).collect();
+        let got: Vec<_> = rule_rebuild_attributes(Some(r), None).collect();
         assert_eq!(
             got,
             [
@@ -206,14 +221,25 @@ mod tests {
                 (RULE_REBUILD_CHANGED, RuleValue::Strs(&["headers", "flags"])),
             ]
         );
+        // A precompiled header: the changed headers and their count after.
+        let names: Vec<Box<str>> = vec!["/p/b.hpp".into()];
+        let got: Vec<_> = rule_rebuild_attributes(Some(r), Some((&names, 3))).collect();
+        assert_eq!(
+            got[2..],
+            [
+                (RULE_REBUILD_HEADERS, RuleValue::Names(&names)),
+                (RULE_REBUILD_HEADERS_COUNT, RuleValue::Int(3)),
+            ]
+        );
+        assert_eq!(rule_rebuild_attributes(None, Some((&names, 3))).count(), 0);
         let served = RuleRebuild {
             reason: RebuildReason::Evicted,
             changed: Changed::default(),
             ccache_served: true,
         };
-        let got: Vec<_> = rule_rebuild_attributes(Some(served)).collect();
+        let got: Vec<_> = rule_rebuild_attributes(Some(served), None).collect();
         assert_eq!(got, [(RULE_CAS_MISS_REASON, RuleValue::Str("evicted"))]);
-        assert_eq!(rule_rebuild_attributes(None).count(), 0);
+        assert_eq!(rule_rebuild_attributes(None, None).count(), 0);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub(crate) enum WireValue<'b> {
     HexId([u8; 8]),
     /// An array of names fixed at compile time (`ct.rule.rebuild_changed`).
     StaticStrs(&'static [&'static str]),
+    /// An array of names the history holds (`ct.rule.rebuild_headers`).
+    Names(&'b [Box<str>]),
 }
 
 impl<'b> WireValue<'b> {
@@ -147,6 +149,10 @@ fn array_len(v: &WireValue, max: usize) -> usize {
             .iter()
             .map(|s| element(delimited_len(ANY_STRING, truncate(s, max).len())))
             .sum(),
+        WireValue::Names(a) => a
+            .iter()
+            .map(|s| element(delimited_len(ANY_STRING, truncate(s, max).len())))
+            .sum(),
         _ => 0,
     }
 }
@@ -188,6 +194,13 @@ fn put_any_value(v: &WireValue, max: usize, out: &mut Vec<u8>) {
                     }
                 }
                 WireValue::StaticStrs(a) => {
+                    for s in a.iter() {
+                        let s = truncate(s, max);
+                        element(delimited_len(ANY_STRING, s.len()), out);
+                        put_bytes(ANY_STRING, s.as_bytes(), out);
+                    }
+                }
+                WireValue::Names(a) => {
                     for s in a.iter() {
                         let s = truncate(s, max);
                         element(delimited_len(ANY_STRING, s.len()), out);

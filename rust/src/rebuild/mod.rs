@@ -12,17 +12,27 @@
 //! content hashes otherwise — never the hashed object name, which changes
 //! exactly when the source is recompiled.
 //!
-//! Everything here is pure and bounded: constant work per name (the
+//! A precompiled header or module BMI has no content hash in its name;
+//! its manifest lists its transitive headers' hashes
+//! ([`manifest_hashes`], read beside the target), which against the
+//! previous compile's name the headers that changed ([`header_diff`]).
+//!
+//! Everything else here is pure and bounded: constant work per name (the
 //! fixed-width tails of formats.md §6.3 and §6.6) plus one copy of an
 //! identity that is rewritten.
 
 mod cas_key;
+mod header_diff;
 mod identity;
+pub(crate) mod manifest_hashes;
 mod reason;
 mod stable_hash;
 
 pub use cas_key::CasKey;
+pub(crate) use header_diff::MAX_NAMED_HEADERS;
+pub use header_diff::{changed_headers, classify_manifest};
 pub use identity::{stable_identity, stable_identity_in};
+pub use manifest_hashes::HeaderHashes;
 pub(crate) use reason::REASONS;
 pub use reason::{classify, Changed, RebuildReason};
 pub use stable_hash::stable_hash;

@@ -385,6 +385,8 @@ impl<'x> SpanEncoder<'x> {
                 RuleValue::Bool(v) => WireValue::Bool(v),
                 RuleValue::Str(v) => WireValue::Str(v),
                 RuleValue::Strs(v) => WireValue::StaticStrs(v),
+                RuleValue::Int(v) => WireValue::Int(v),
+                RuleValue::Names(v) => WireValue::Names(v),
             };
             builtin(attrs, key, v);
         }

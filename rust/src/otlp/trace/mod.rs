@@ -106,13 +106,18 @@ pub(super) fn root_name_and_kind(input: &TraceInput) -> (std::borrow::Cow<'stati
 /// A rule's analytics and history attributes ([`rule_attributes`]), then
 /// its rebuild reason ([`rule_rebuild_attributes`]), as every encoder
 /// writes them.
-pub(super) fn rule_analytics(
-    analytics: Option<&BuildAnalytics>,
+pub(super) fn rule_analytics<'a>(
+    analytics: Option<&'a BuildAnalytics>,
     id: EventId,
-) -> impl Iterator<Item = (&'static str, RuleValue)> {
+) -> impl Iterator<Item = (&'static str, RuleValue<'a>)> + 'a {
     let facts = analytics.and_then(|an| an.rule(id));
     let history = analytics.and_then(|an| an.history()?.rule(id));
-    rule_attributes(facts, history).chain(rule_rebuild_attributes(history.and_then(|h| h.rebuild)))
+    let headers = analytics.and_then(|an| an.history()?.rebuild_headers(id));
+    let widen =
+        |(key, value): (&'static str, RuleValue<'static>)| -> (&'static str, RuleValue<'a>) { (key, value) };
+    rule_attributes(facts, history)
+        .map(widen)
+        .chain(rule_rebuild_attributes(history.and_then(|h| h.rebuild), headers))
 }
 
 /// A time of the clock as a span's Unix nanoseconds (a negative one, which

@@ -221,6 +221,8 @@ impl SpanWriter<'_> {
                 RuleValue::Bool(v) => a.bool(key, v),
                 RuleValue::Str(v) => a.string(key, v),
                 RuleValue::Strs(v) => a.strings(key, v.iter().copied()),
+                RuleValue::Int(v) => a.int(key, v),
+                RuleValue::Names(v) => a.strings(key, v.iter().map(|s| &**s)),
             }
         }
         semconv::push_rule_attributes(&mut a, event, span_id, &self.outcomes);

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::{ScopeSpans, Span};
@@ -548,6 +548,26 @@ fn clang_child_spans_encode_alike_in_every_encoder() {
 #[test]
 fn rebuild_attributes_and_the_previous_build_link_equal_prost_encoding() {
     use crate::history::{BuildKey, BuildOrigin, History, HistoryConfig};
+    // A precompiled header too, whose manifest names another hash of a.hpp
+    // in the second build: its changed headers are a dynamic string array.
+    let cell = tempfile::tempdir().unwrap();
+    let pch_dir = cell.path().join("cf1e549cce33c0e3");
+    std::fs::create_dir(&pch_dir).unwrap();
+    let manifest = |hash: &str| {
+        let text = json!({"header_realpath": "/s/pch.hpp",
+                          "transitive_hashes": {"/s/a.hpp": hash, "/s/b.hpp": "0".repeat(40)}});
+        std::fs::write(pch_dir.join("manifest.json"), text.to_string()).unwrap();
+        // Dated before the builds (2026-11-30), as compiletools writes it while planning.
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_996_800);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(pch_dir.join("manifest.json"))
+            .unwrap();
+        file.set_modified(at).unwrap();
+    };
+    let pch_rule = json!({"name": "pch.hpp", "rule_type": "compile",
+                          "target": format!("{}/pch.hpp.gch", pch_dir.display()), "source": "/s/pch.hpp",
+                          "start_s": 101.0, "end_s": 103.0, "metadata": {"cas.hit": false}});
     let cas_build = |hh: u32, dep: &str| {
         let rule = |i: usize| {
             json!({
@@ -560,7 +580,7 @@ fn rebuild_attributes_and_the_previous_build_link_equal_prost_encoding() {
         parse_for_test(
             &json!({"timestamp": format!("2026-11-30T{hh:02}:43:45+00:00"), "start_s": 100.0, "total_elapsed_s": 10.0,
                     "phases": [{"name": "build_execution", "start_s": 100.5, "end_s": 109.0,
-                                "rules": (0..3).map(rule).collect::<Vec<_>>()}]})
+                                "rules": (0..3).map(rule).chain([pch_rule.clone()]).collect::<Vec<_>>()}]})
             .to_string(),
         )
     };
@@ -579,7 +599,9 @@ fn rebuild_attributes_and_the_previous_build_link_equal_prost_encoding() {
         history.commit(&id);
         facts
     };
+    manifest(&"1".repeat(40));
     facts_of(&cas_build(1, "0af5b42cc55ffb"), 1);
+    manifest(&"2".repeat(40));
     let build = cas_build(2, "1af5b42cc55ffb");
     let clock = Clock::for_build(&build).unwrap();
     let analytics = crate::analytics::analyze(&build, &clock).with_history(Some(facts_of(&build, 2)));
@@ -600,5 +622,19 @@ fn rebuild_attributes_and_the_previous_build_link_equal_prost_encoding() {
         .flat_map(|s| &s.attributes)
         .filter(|kv| kv.key == "ct.rule.rebuild_reason")
         .collect();
-    assert_eq!(reasons.len(), 3);
+    assert_eq!(reasons.len(), 4);
+    let named: Vec<String> = spans
+        .iter()
+        .flat_map(|s| &s.attributes)
+        .filter(|kv| kv.key == "ct.rule.rebuild_headers")
+        .flat_map(|kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::ArrayValue(a)) => a.values.clone(),
+            _ => Vec::new(),
+        })
+        .filter_map(|v| match v.value {
+            Some(any_value::Value::StringValue(s)) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(named, ["/s/a.hpp"]);
 }
