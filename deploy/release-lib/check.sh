@@ -40,13 +40,20 @@ for arch in "$@"; do
     status=1
   fi
 done
+for arch in "$@"; do
+  digest=go-receiver/internal/ffi/libdigest_linux_$arch.go
+  if ! git ls-files --error-unmatch "$digest" >/dev/null 2>&1 || ! git diff --quiet -- "$digest"; then
+    echo "check-release-lib: $digest does not name the built library" >&2
+    status=1
+  fi
+done
 if ! git diff --quiet -- "$lib_rel/TOOLCHAIN"; then
   echo "check-release-lib: $lib_rel/TOOLCHAIN differs from the committed one" >&2
   status=1
 fi
 if [ $status -ne 0 ]; then
   echo "check-release-lib: the Rust source changed without its prebuilt library;" \
-    "run \`make release-lib\` and commit $lib_rel" >&2
+    "run \`make release-lib\` and commit $lib_rel and go-receiver/internal/ffi/libdigest_*.go" >&2
   exit 1
 fi
 echo "check-release-lib: $lib_rel matches the Rust source ($*)"
