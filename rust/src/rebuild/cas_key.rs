@@ -49,7 +49,7 @@ impl CasKey {
 
 /// At most 16 lower-case hex digits as a number (the name filter already
 /// checked the digits; this checks again rather than trust it).
-fn hex_u64(digits: &[u8]) -> Option<u64> {
+pub(super) fn hex_u64(digits: &[u8]) -> Option<u64> {
     if digits.len() > 16 {
         return None;
     }

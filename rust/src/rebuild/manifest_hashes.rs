@@ -23,8 +23,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cas::names::{is_hex_name, HEX_VALUE, NOT_HEX};
+use crate::cas::names::is_hex_name;
 
+use super::cas_key::hex_u64;
 use super::stable_hash;
 
 /// Largest manifest read (a 4096-header PCH's is ~600 KiB).
@@ -179,16 +180,9 @@ fn hash_value(text: &str) -> u64 {
     }
 }
 
-/// Sixteen lower-case hex digits as a number.
+/// The first sixteen hex digits as a number, as a CAS name's hashes.
 fn hex_prefix_u64(digits: &[u8]) -> Option<u64> {
-    let digits = digits.get(..16)?;
-    let (mut acc, mut bad) = (0u64, 0u8);
-    for &d in digits {
-        let v = HEX_VALUE[usize::from(d)];
-        bad |= v;
-        acc = acc << 4 | u64::from(v & 0x0f);
-    }
-    (bad & NOT_HEX == 0).then_some(acc)
+    hex_u64(digits.get(..16)?)
 }
 
 #[cfg(test)]
