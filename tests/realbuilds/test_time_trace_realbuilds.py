@@ -1,8 +1,17 @@
 """clang's `-ftime-trace` inside every compile (issue 25, docs/time-trace.md)
-on real ct-cake 13.1.4 builds with Debian's clang, on the shake and the
-ninja backend.
+on real ct-cake 13.1.4 builds with Debian's clang, on the shake, ninja and
+make backends, and on make with `flock` hidden from PATH so every compile
+runs through ct-lock-helper (`harness.ctrun.noflock_bin`).
 
-Per backend, one clone of the `shapes` project goes through three builds
+Each case names its traces its own way (docs/time-trace.md, rust/src/
+timetrace/locate.rs), checked here from the file system:
+
+  shake            <object>.o.<ct-cake pid>.<4 hex>.json, new per compile
+  ninja, make      <object>.o.compiletools.json, overwritten per compile
+  make-lockhelper  <object>.o.<helper pid>.<4 hex>.json, new per compile,
+                   found by the rule's time window among every build's
+
+Per case, one clone of the `shapes` project goes through three builds
 with `--variant=clang.time-trace.cxx17.debug` (compiletools' own
 `time-trace` axis), watched by our collector (traces and logs
 pipelines, `time_trace` defaults):
@@ -32,7 +41,7 @@ against its real output in `test_clang_truth_unit.py`), not by our Rust code:
 
 Missing clang or ct-cake: skipped, or failed under CI=true (conftest.need).
 Run: .venv/bin/python -m pytest tests/realbuilds/test_time_trace_realbuilds.py
-(30-50 s on 2 cores; needs tests/install-deps.sh realbuilds and the collector).
+(60-100 s on 2 cores; needs tests/install-deps.sh realbuilds and the collector).
 """
 
 import json
@@ -58,7 +67,15 @@ MAX_SPANS_PER_COMPILE = 100    # time_trace.max_spans_per_compile's default
 TOP_N = 10                     # time_trace.top_n
 MAX_LOG_RECORDS = 50           # time_trace.max_log_records
 MAX_SHIFT_NS = 2_000_000_000   # clang's clock vs the build's: tens of ms measured
-TRACE_NAME = re.compile(r"^(?P<object>.+\.o)\.(?:\d+\.[0-9a-f]{4}|compiletools)\.json$")
+TRACE_NAME = re.compile(r"^(?P<object>.+\.o)\.(?:(?P<pid>\d+)\.[0-9a-f]{4}|compiletools)\.json$")
+# case -> (ct-cake backend, flock hidden, whose pid names the trace: "ct-cake",
+# "helper" (any but ct-cake's) or None for `.compiletools.json`)
+CASES = {
+    "shake": ("shake", False, "ct-cake"),
+    "ninja": ("ninja", False, None),
+    "make": ("make", False, None),
+    "make-lockhelper": ("make", True, "helper"),
+}
 STEPS = ("cold", "noop", "partial")
 
 
@@ -107,8 +124,9 @@ def attrs(span):
 
 
 class Sequence:
-    def __init__(self, backend, work, binary):
-        self.backend = backend
+    def __init__(self, case, work, binary):
+        self.case = case
+        self.backend, self.no_flock, self.named_by = CASES[case]
         self.work = work
         project, _ = projects.make_project(str(work / "projects"), "shapes")
         self.ws = Path(projects.clone(project, str(work / "ws")))
@@ -132,7 +150,7 @@ class Sequence:
         before = trace_files(self.ws)
         argv = ["ct-cake", f"--variant={VARIANT}", f"--backend={self.backend}", "--timing",
                 f"--diagnostics-dir={self.diag}"]
-        env = ctrun.build_env(str(self.work), str(self.work / "ccache"))
+        env = ctrun.build_env(str(self.work), str(self.work / "ccache"), no_flock=self.no_flock)
         t0 = time.monotonic()
         done = subprocess.run(argv, cwd=self.ws, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=ctrun.BUILD_TIMEOUT_S)
@@ -145,7 +163,7 @@ class Sequence:
         (inv,) = set(self.diag.iterdir()) - before_dirs
         t1 = time.monotonic()
         spans = self.wait_for(inv.name)
-        print(f"{self.backend} {step}: build {seconds:.1f} s, its trace after {time.monotonic() - t1:.1f} s more")
+        print(f"{self.case} {step}: build {seconds:.1f} s, its trace after {time.monotonic() - t1:.1f} s more")
         root_trace = [s for s in spans if not s.parent_span_id][0].trace_id
         records = [r for r in self.log_records() if r.trace_id == root_trace]
         self.builds[step] = Build(step, inv, spans, records, written, seconds)
@@ -170,11 +188,11 @@ def clang_install(ct_install):
     need(problems, "clang time-trace builds need Debian's clang")
 
 
-@pytest.fixture(scope="module", params=["shake", "ninja"])
+@pytest.fixture(scope="module", params=list(CASES))
 def sequence(request, clang_install, collector_binary, tmp_path_factory):
-    backend = request.param
-    work = Path(os.path.realpath(tmp_path_factory.mktemp(f"timetrace-{backend}")))
-    seq = Sequence(backend, work, collector_binary)
+    case = request.param
+    work = Path(os.path.realpath(tmp_path_factory.mktemp(f"timetrace-{case}")))
+    seq = Sequence(case, work, collector_binary)
     t0 = time.monotonic()
     try:
         seq.proc.start()
@@ -185,7 +203,7 @@ def sequence(request, clang_install, collector_binary, tmp_path_factory):
         assert "namespace stats {" in text
         stats.write_text(text.replace("namespace stats {", "namespace stats {\nint edited_by_the_test = 1;", 1))
         seq.build("partial")
-        print(f"\n{backend}: " + ", ".join(f"{b.step} {b.seconds:.1f} s ({len(b.traces)} traces)"
+        print(f"\n{case}: " + ", ".join(f"{b.step} {b.seconds:.1f} s ({len(b.traces)} traces)"
                                           for b in seq.builds.values())
               + f"; sequence {time.monotonic() - t0:.1f} s")
         yield seq
@@ -231,6 +249,23 @@ def test_each_build_wrote_traces_for_exactly_its_compiles(sequence):
     assert not sequence.builds["noop"].traces
     (partial,) = sequence.builds["partial"].compiles
     assert attrs(partial)["ct.source"].endswith("src/stats.cpp")
+
+
+def test_each_backend_names_its_traces_as_documented(sequence):
+    """The naming the lookup relies on, per case; the lock-helper case also
+    proves the helper ran (a trace named after ct-cake's pid or
+    `.compiletools` would mean flock was still found)."""
+    for step in ("cold", "partial"):
+        b = sequence.builds[step]
+        cake_pid = b.invocation.name.rsplit("-", 1)[1]
+        for trace in b.traces.values():
+            pid = TRACE_NAME.match(trace.name).group("pid")
+            if sequence.named_by is None:
+                assert pid is None, trace.name
+            elif sequence.named_by == "ct-cake":
+                assert pid == cake_pid, trace.name
+            else:
+                assert pid is not None and pid != cake_pid, trace.name
 
 
 @pytest.mark.parametrize("step", ["cold", "partial"])
@@ -306,7 +341,7 @@ def test_root_rollup_equals_the_traces(sequence, step):
     assert_ranked(a["ct.build.clang.top_headers"], headers, lambda t: t.us, "top_headers")
     templates = truth.template_ranking()
     assert_ranked(a["ct.build.clang.top_templates"], templates, lambda t: (t.us, t.count), "top_templates")
-    print(f"\n{sequence.backend} {step}: ours frontend {a['ct.build.clang.frontend_s']:.6f} s, "
+    print(f"\n{sequence.case} {step}: ours frontend {a['ct.build.clang.frontend_s']:.6f} s, "
           f"backend {a['ct.build.clang.backend_s']:.6f} s, {a['ct.build.clang.compilations']} compilations; "
           f"from the files {truth.frontend_us / 1e6:.6f} s, {truth.backend_us / 1e6:.6f} s, "
           f"{truth.compilations}")
