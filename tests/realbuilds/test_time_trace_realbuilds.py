@@ -51,7 +51,7 @@ against its real output in `test_clang_truth_unit.py`), not by our Rust code:
 
 Missing clang or ct-cake: skipped, or failed under CI=true (conftest.need).
 Run: .venv/bin/python -m pytest tests/realbuilds/test_time_trace_realbuilds.py
-(60-100 s on 2 cores; needs tests/install-deps.sh realbuilds and the collector).
+(40-70 s on 2 cores; needs tests/install-deps.sh realbuilds and the collector).
 """
 
 import json
