@@ -193,7 +193,7 @@ deps-realbuilds:
 	tests/install-deps.sh realbuilds
 
 ## test-realbuilds: real ct-cake builds (shake/make/ninja/cmake) vs our collector, plus a 20k-rule build
-## and clang -ftime-trace builds on shake and ninja (test_time_trace_realbuilds.py)
+## and clang -ftime-trace builds on shake, ninja, make and ct-lock-helper (test_time_trace_realbuilds.py)
 test-realbuilds: collector venv deps-realbuilds
 	OTELCOL_BIN=$(abspath $(COLLECTOR)) $(PYTHON) -m pytest -q tests/realbuilds
 

@@ -1,8 +1,17 @@
 """clang's `-ftime-trace` inside every compile (issue 25, docs/time-trace.md)
-on real ct-cake 13.1.4 builds with Debian's clang, on the shake and the
-ninja backend.
+on real ct-cake 13.1.4 builds with Debian's clang, on the shake, ninja and
+make backends, and on ninja with `flock` hidden from PATH so every compile
+runs through ct-lock-helper (`harness.ctrun.noflock_bin`).
 
-Per backend, one clone of the `shapes` project goes through three builds
+Each case names its traces its own way (docs/time-trace.md, rust/src/
+timetrace/locate.rs), checked here from the file system:
+
+  shake            <object>.o.<ct-cake pid>.<4 hex>.json, new per compile
+  ninja, make      <object>.o.compiletools.json, overwritten per compile
+  ninja-lockhelper <object>.o.<helper pid>.<4 hex>.json, new per compile,
+                   found by the rule's time window among every build's
+
+Per case, one clone of the `shapes` project goes through three builds
 with `--variant=clang.time-trace.cxx17.debug` (compiletools' own
 `time-trace` axis), watched by our collector (traces and logs
 pipelines, `time_trace` defaults):
@@ -11,7 +20,17 @@ pipelines, `time_trace` defaults):
   noop     nothing changed: nothing compiles, nothing may be attached
   partial  src/stats.cpp edited: that TU compiles, every other object is a
            CAS hit (no compile ran, no new trace)
+  recompile  ninja only: one unchanged TU's object deleted, its cold trace
+           kept: the same object compiles again, so its directory holds
+           the cold build's trace and this one's (lock helper: two names;
+           flock: one file, rewritten) and only the time tells them apart.
+           ct-cake 13.1.4's shake backend does not rebuild a deleted CAS
+           object, and its make backend, its Makefile up to date, writes
+           the rules' times to the previous invocation's log: that build
+           has no rule to attach a trace to.
 
+Each build's traces are copied aside as it ends: a flock trace is
+rewritten by the next compile of its object.
 Which trace files a build wrote is taken from the file system (new or
 rewritten `*.o.*.json` under cas-objdir/ between before and after the
 build), never from our output. What each build must carry is computed from
@@ -32,7 +51,7 @@ against its real output in `test_clang_truth_unit.py`), not by our Rust code:
 
 Missing clang or ct-cake: skipped, or failed under CI=true (conftest.need).
 Run: .venv/bin/python -m pytest tests/realbuilds/test_time_trace_realbuilds.py
-(30-50 s on 2 cores; needs tests/install-deps.sh realbuilds and the collector).
+(40-70 s on 2 cores; needs tests/install-deps.sh realbuilds and the collector).
 """
 
 import json
@@ -58,8 +77,17 @@ MAX_SPANS_PER_COMPILE = 100    # time_trace.max_spans_per_compile's default
 TOP_N = 10                     # time_trace.top_n
 MAX_LOG_RECORDS = 50           # time_trace.max_log_records
 MAX_SHIFT_NS = 2_000_000_000   # clang's clock vs the build's: tens of ms measured
-TRACE_NAME = re.compile(r"^(?P<object>.+\.o)\.(?:\d+\.[0-9a-f]{4}|compiletools)\.json$")
-STEPS = ("cold", "noop", "partial")
+TRACE_NAME = re.compile(r"^(?P<object>.+\.o)\.(?:(?P<pid>\d+)\.[0-9a-f]{4}|compiletools)\.json$")
+# case -> (ct-cake backend, flock hidden, whose pid names the trace: "ct-cake",
+# "helper" (any but ct-cake's) or None for `.compiletools.json`, whether the
+# recompile step runs)
+CASES = {
+    "shake": ("shake", False, "ct-cake", False),
+    "ninja": ("ninja", False, None, True),
+    "make": ("make", False, None, False),
+    "ninja-lockhelper": ("ninja", True, "helper", True),
+}
+COMPILING_STEPS = ["cold", "partial", "recompile"]
 
 
 # ---------------------------------------------------------------- the builds
@@ -107,8 +135,9 @@ def attrs(span):
 
 
 class Sequence:
-    def __init__(self, backend, work, binary):
-        self.backend = backend
+    def __init__(self, case, work, binary):
+        self.case = case
+        self.backend, self.no_flock, self.named_by, self.recompiles = CASES[case]
         self.work = work
         project, _ = projects.make_project(str(work / "projects"), "shapes")
         self.ws = Path(projects.clone(project, str(work / "ws")))
@@ -132,20 +161,23 @@ class Sequence:
         before = trace_files(self.ws)
         argv = ["ct-cake", f"--variant={VARIANT}", f"--backend={self.backend}", "--timing",
                 f"--diagnostics-dir={self.diag}"]
-        env = ctrun.build_env(str(self.work), str(self.work / "ccache"))
+        env = ctrun.build_env(str(self.work), str(self.work / "ccache"), no_flock=self.no_flock)
         t0 = time.monotonic()
         done = subprocess.run(argv, cwd=self.ws, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=ctrun.BUILD_TIMEOUT_S)
         seconds = time.monotonic() - t0
         assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
         after = trace_files(self.ws)
-        written = {object_of(p): p for p, st in after.items() if before.get(p) != st}
+        kept = self.work / "kept" / step
+        kept.mkdir(parents=True)
+        written = {object_of(p): Path(shutil.copy2(p, kept / p.name))
+                   for p, st in after.items() if before.get(p) != st}
         assert len(written) == len([p for p, st in after.items() if before.get(p) != st]), \
             "two traces of one object in one build"
         (inv,) = set(self.diag.iterdir()) - before_dirs
         t1 = time.monotonic()
         spans = self.wait_for(inv.name)
-        print(f"{self.backend} {step}: build {seconds:.1f} s, its trace after {time.monotonic() - t1:.1f} s more")
+        print(f"{self.case} {step}: build {seconds:.1f} s, its trace after {time.monotonic() - t1:.1f} s more")
         root_trace = [s for s in spans if not s.parent_span_id][0].trace_id
         records = [r for r in self.log_records() if r.trace_id == root_trace]
         self.builds[step] = Build(step, inv, spans, records, written, seconds)
@@ -170,11 +202,11 @@ def clang_install(ct_install):
     need(problems, "clang time-trace builds need Debian's clang")
 
 
-@pytest.fixture(scope="module", params=["shake", "ninja"])
+@pytest.fixture(scope="module", params=list(CASES))
 def sequence(request, clang_install, collector_binary, tmp_path_factory):
-    backend = request.param
-    work = Path(os.path.realpath(tmp_path_factory.mktemp(f"timetrace-{backend}")))
-    seq = Sequence(backend, work, collector_binary)
+    case = request.param
+    work = Path(os.path.realpath(tmp_path_factory.mktemp(f"timetrace-{case}")))
+    seq = Sequence(case, work, collector_binary)
     t0 = time.monotonic()
     try:
         seq.proc.start()
@@ -185,7 +217,12 @@ def sequence(request, clang_install, collector_binary, tmp_path_factory):
         assert "namespace stats {" in text
         stats.write_text(text.replace("namespace stats {", "namespace stats {\nint edited_by_the_test = 1;", 1))
         seq.build("partial")
-        print(f"\n{backend}: " + ", ".join(f"{b.step} {b.seconds:.1f} s ({len(b.traces)} traces)"
+        if seq.recompiles:
+            seq.recompiled = min(attrs(s)["ct.target"] for s in seq.builds["cold"].compiles
+                                 if not attrs(s)["ct.source"].endswith("src/stats.cpp"))
+            os.unlink(seq.recompiled)
+            seq.build("recompile")
+        print(f"\n{case}: " + ", ".join(f"{b.step} {b.seconds:.1f} s ({len(b.traces)} traces)"
                                           for b in seq.builds.values())
               + f"; sequence {time.monotonic() - t0:.1f} s")
         yield seq
@@ -222,20 +259,46 @@ def is_clang_span(span):
 
 # ---------------------------------------------------------------- the tests
 
+def built(sequence, step):
+    if step not in sequence.builds:
+        pytest.skip(f"no {step} build on {sequence.case} (see the module's docstring)")
+    return sequence.builds[step]
+
+
 def test_each_build_wrote_traces_for_exactly_its_compiles(sequence):
-    for step in STEPS:
-        b = sequence.builds[step]
+    for step, b in sequence.builds.items():
         ran = {attrs(s)["ct.target"] for s in b.compiles if not attrs(s).get("cas.hit")}
         assert set(b.traces) == ran, (step, sorted(set(b.traces) ^ ran))
     assert len(sequence.builds["cold"].traces) == 9
     assert not sequence.builds["noop"].traces
     (partial,) = sequence.builds["partial"].compiles
     assert attrs(partial)["ct.source"].endswith("src/stats.cpp")
+    if sequence.recompiles:
+        (again,) = [s for s in sequence.builds["recompile"].compiles if not attrs(s).get("cas.hit")]
+        assert attrs(again)["ct.target"] == sequence.recompiled
+        on_disk = [p for p in trace_files(sequence.ws) if object_of(p) == sequence.recompiled]
+        assert len(on_disk) == (1 if sequence.named_by is None else 2), on_disk
 
 
-@pytest.mark.parametrize("step", ["cold", "partial"])
+def test_each_backend_names_its_traces_as_documented(sequence):
+    """The naming the lookup relies on, per case; the lock-helper case also
+    proves the helper ran (a trace named after ct-cake's pid or
+    `.compiletools` would mean flock was still found)."""
+    for step, b in sequence.builds.items():
+        cake_pid = b.invocation.name.rsplit("-", 1)[1]
+        for trace in b.traces.values():
+            pid = TRACE_NAME.match(trace.name).group("pid")
+            if sequence.named_by is None:
+                assert pid is None, trace.name
+            elif sequence.named_by == "ct-cake":
+                assert pid == cake_pid, trace.name
+            else:
+                assert pid is not None and pid != cake_pid, trace.name
+
+
+@pytest.mark.parametrize("step", COMPILING_STEPS)
 def test_every_compile_that_ran_has_its_trace_under_it(sequence, step):
-    b = sequence.builds[step]
+    b = built(sequence, step)
     attached = 0
     for compile_span in b.compiles:
         a = attrs(compile_span)
@@ -269,9 +332,9 @@ def test_every_compile_that_ran_has_its_trace_under_it(sequence, step):
     assert sum(1 for s in b.spans if is_clang_span(s)) == attached > 0
 
 
-@pytest.mark.parametrize("step", ["cold", "partial"])
+@pytest.mark.parametrize("step", COMPILING_STEPS)
 def test_compile_spans_carry_their_frontend_and_backend_time(sequence, step):
-    b = sequence.builds[step]
+    b = built(sequence, step)
     for compile_span in b.compiles:
         a = attrs(compile_span)
         _, events = clang_truth.read_events(b.traces[a["ct.target"]])
@@ -292,9 +355,9 @@ def assert_ranked(got, ranking, key, what):
     assert [value[g] for g in got] == [key(t) for _, t in ranking[:n]], (what, got)
 
 
-@pytest.mark.parametrize("step", ["cold", "partial"])
+@pytest.mark.parametrize("step", COMPILING_STEPS)
 def test_root_rollup_equals_the_traces(sequence, step):
-    b = sequence.builds[step]
+    b = built(sequence, step)
     truth = clang_truth.rollup(b.traces.values())
     a = attrs(b.root)
     assert a["ct.build.clang.frontend_s"] == pytest.approx(truth.frontend_us / 1e6, abs=1e-9)
@@ -306,7 +369,7 @@ def test_root_rollup_equals_the_traces(sequence, step):
     assert_ranked(a["ct.build.clang.top_headers"], headers, lambda t: t.us, "top_headers")
     templates = truth.template_ranking()
     assert_ranked(a["ct.build.clang.top_templates"], templates, lambda t: (t.us, t.count), "top_templates")
-    print(f"\n{sequence.backend} {step}: ours frontend {a['ct.build.clang.frontend_s']:.6f} s, "
+    print(f"\n{sequence.case} {step}: ours frontend {a['ct.build.clang.frontend_s']:.6f} s, "
           f"backend {a['ct.build.clang.backend_s']:.6f} s, {a['ct.build.clang.compilations']} compilations; "
           f"from the files {truth.frontend_us / 1e6:.6f} s, {truth.backend_us / 1e6:.6f} s, "
           f"{truth.compilations}")
@@ -318,9 +381,9 @@ def test_root_rollup_equals_the_traces(sequence, step):
         print(f"  template {i + 1}: {t.us / 1000:8.1f} ms x{t.count:<3} {name[:70]}")
 
 
-@pytest.mark.parametrize("step", ["cold", "partial"])
+@pytest.mark.parametrize("step", COMPILING_STEPS)
 def test_header_log_records_arrive(sequence, step):
-    b = sequence.builds[step]
+    b = built(sequence, step)
     truth = clang_truth.rollup(b.traces.values())
     headers = truth.header_ranking()
     records = sorted((r for r in b.records if r.event_name == "ct.clang.header"),
