@@ -80,6 +80,9 @@ class Agent:
                 "--set=service.telemetry.logs.sampling.enabled=false",
                 f"--set=exporters.prometheus.endpoint=127.0.0.1:{port}",
                 "--set=exporters.prometheus.metric_expiration=24h",
+                # host.name -> host_name, as deploy/grafana/README.md says:
+                # the totals and the "Comparing hosts" panels group by it.
+                "--set=exporters.prometheus.resource_to_telemetry_conversion.enabled=true",
                 "--set=service.pipelines.metrics.exporters=[otlp_http, prometheus]"]
         proc = ServiceCollector(argv, self.root / f"run{n}", self.health_port, env=env, config_path=CONFIG)
         proc.metrics_port = self.metrics_port

@@ -20,7 +20,9 @@ CACHE_LAYERS = ("cas", "ccache", "compiled", "other")
 DUMP_TIMEOUT_S = 300
 
 # spans: {span id hex: Span}; compiles: Counter by layer (empty: no rule).
-Expected = namedtuple("Expected", "trace_id spans compiles failed")
+# variant, pipeline: the resource's ct.variant, cicd.pipeline.name ("" if
+# none); duration_s: the root span's (the run duration metric's value).
+Expected = namedtuple("Expected", "trace_id spans compiles failed variant pipeline duration_s")
 Span = namedtuple("Span", "parent name start_us duration_us")
 
 
@@ -32,9 +34,11 @@ def parse_dump(lines):
     """Expected from ct-otel-dump's JSON lines (traces, then metrics)."""
     spans, rule_type, layer, trace_ids = {}, {}, {}, set()
     root_result = None
+    resource, root_duration_s = {}, None
     for line in lines:
         doc = json.loads(line)
         for rs in doc.get("resourceSpans", []):
+            resource = _attrs(rs.get("resource", {}))
             for ss in rs["scopeSpans"]:
                 for s in ss["spans"]:
                     trace_ids.add(s["traceId"])
@@ -47,6 +51,7 @@ def parse_dump(lines):
                         layer[s["spanId"]] = a.get("ct.rule.cache_layer")
                     if not parent:
                         root_result = a.get("cicd.pipeline.result")
+                        root_duration_s = (end - start) / 1e9
     if len(trace_ids) != 1:
         raise AssertionError(f"ct-otel-dump gave {len(trace_ids)} trace ids")
     compiles = Counter()
@@ -57,7 +62,9 @@ def parse_dump(lines):
     if rule_type:
         for layer_name in CACHE_LAYERS:
             compiles.setdefault(layer_name, 0)
-    return Expected(trace_ids.pop(), spans, compiles, root_result == "failure")
+    return Expected(trace_ids.pop(), spans, compiles, root_result == "failure",
+                    resource.get("ct.variant") or "", resource.get("cicd.pipeline.name") or "",
+                    root_duration_s)
 
 
 def _below_a_rule(span_id, spans, rule_type):

@@ -53,6 +53,8 @@ def render(result):
              "## Per-host totals: Prometheus vs the played builds", "",
              _table(("host", "builds", "failed", "compiles (cas/ccache/compiled/other)", "equal"),
                     result["totals_rows"]), "",
+             "## Comparing hosts: the dashboard's panels vs the played builds", "",
+             _comparing_hosts(result.get("comparing_hosts", {})), "",
              "## Cost", "",
              _table(("component", "CPU s", "peak RSS MiB", "per unit"), result["cost_rows"]), "",
              "## Timeline (s after the first build)", "",
@@ -60,6 +62,18 @@ def render(result):
     if result["problems"]:
         parts += ["## Problems", "", "\n".join(f"- {p}" for p in result["problems"]), ""]
     return "\n".join(parts)
+
+
+def _comparing_hosts(panels):
+    """Each checked panel's values in the panel's order (largest first)."""
+    lines = []
+    for title, panel in panels.items():
+        lines.append(f"- {title}: `{panel['query']}`")
+        if isinstance(panel["values"], str):
+            lines.append(f"  - {panel['values']}")
+        else:
+            lines += [f"  - {' / '.join(k)}: {v}" for k, v in panel["values"]]
+    return "\n".join(lines) or "(not evaluated)"
 
 
 def write(directory, result):

@@ -8,7 +8,7 @@ import time
 from harness import bench_builds, reference
 
 from . import expected as expected_mod
-from . import plan, scenario, topology, totals, traces
+from . import host_panels, plan, scenario, topology, totals, traces
 from .report import phase_rows
 
 STARTUP_GRACE_S = 2.0
@@ -156,6 +156,9 @@ def run(binaries, root, s):
         got = fleet.prometheus.host_totals(window)
         want = totals.expected_totals(player.played, expected)
         diffs = totals.differences(got, want)
+        panel_problems, panels = host_panels.check(fleet.prometheus, player.played, expected, window)
+        result["problems"] += panel_problems
+        result["comparing_hosts"] = panels
         spans = sum(len(expected[b.trace_id].spans) for b in player.played)
         cost_rows, numbers = _cost_rows(fleet, player.played, spans, cpu_at_play)
         result.update({"builds": len(player.played), "spans": spans, "play_s": round(play_s, 1),

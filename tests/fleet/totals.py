@@ -6,10 +6,11 @@ agent's prometheus exporter each second; each agent process lifetime is a
 target of its own (agents.py), so `last_over_time` of a cumulative series
 is that lifetime's final total and the sum over lifetimes is the host's:
 
-    sum by (exported_instance) (last_over_time(cicd_pipeline_run_duration_seconds_count[W]))
+    sum by (host_name) (last_over_time(cicd_pipeline_run_duration_seconds_count[W]))
 
-`exported_instance` is the metrics resource's `service.instance.id`, which
-the receiver sets to the host name (docs/telemetry.md, "Series identity").
+`host_name` is the metrics resource's `host.name`, the receiver's
+`host_name`, which the agents' exporter turns into a label
+(`resource_to_telemetry_conversion`, as deploy/grafana/README.md says).
 """
 
 import datetime
@@ -22,7 +23,7 @@ from prometheus import prometheus_server
 from .expected import CACHE_LAYERS
 
 JOB = "fleet-agents"
-HOST_LABEL = "exported_instance"
+HOST_LABEL = "host_name"
 QUERIES = {
     "builds": "cicd_pipeline_run_duration_seconds_count",
     "errors": "cicd_pipeline_run_errors_total",
