@@ -2,18 +2,13 @@
 //! and the `ct.cache.time_saved` metric. Additions over ct-cake's export:
 //! on the root after the timing analytics, on a rule after its analytics.
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
-use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
-use opentelemetry_proto::tonic::metrics::v1::{
-    AggregationTemporality, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
-};
+use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, NumberDataPoint};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use prost::Message;
 
 use super::attributes::{saturating_i64, AttrBuilder};
-use super::scope::{scope, SCOPE_NAME};
+use super::sum_request::{encode_sum_request, SumMetric};
 use crate::history::HistorySummary;
 use crate::timing::CACHE_LAYER_KEY;
 
@@ -95,34 +90,25 @@ pub fn encode_time_saved_request(input: TimeSavedInput) -> Option<(Vec<u8>, u64)
             }
         })
         .collect();
-    let count = points.len() as u64;
-    let request = ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(input.resource),
-            scope_metrics: vec![ScopeMetrics {
-                scope: Some(scope(SCOPE_NAME)),
-                metrics: vec![Metric {
-                    name: TIME_SAVED_METRIC.to_owned(),
-                    description: TIME_SAVED_DESCRIPTION.to_owned(),
-                    unit: "s".to_owned(),
-                    data: Some(Data::Sum(Sum {
-                        data_points: points,
-                        aggregation_temporality: input.temporality as i32,
-                        is_monotonic: false,
-                    })),
-                    ..Default::default()
-                }],
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }],
-    };
-    Some((request.encode_to_vec(), count))
+    Some(encode_sum_request(
+        input.resource,
+        SumMetric {
+            name: TIME_SAVED_METRIC,
+            description: TIME_SAVED_DESCRIPTION,
+            unit: "s",
+            monotonic: false,
+        },
+        input.temporality,
+        points,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
     use opentelemetry_proto::tonic::common::v1::any_value;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use prost::Message;
 
     use super::*;
     use crate::history::{CacheLayer, RuleHistory};

@@ -24,6 +24,7 @@ pub mod root;
 pub mod scope;
 pub mod semconv;
 pub mod snapshot;
+pub mod sum_request;
 pub mod trace;
 mod wire;
 

@@ -4,22 +4,17 @@
 //! metric (docs/rebuilds.md). Additions over ct-cake's export: on a rule
 //! after its history numbers, on the root after the history's keys.
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
-use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value;
-use opentelemetry_proto::tonic::metrics::v1::{
-    AggregationTemporality, Metric, NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
-};
+use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, NumberDataPoint};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::Link;
 use opentelemetry_proto::tonic::trace::v1::SpanFlags;
-use prost::Message;
 
 use super::analytics::RuleValue;
 use super::attributes::{saturating_i64, AttrBuilder};
-use super::scope::{scope, SCOPE_NAME};
 use super::semconv::PIPELINE_NAME;
+use super::sum_request::{encode_sum_request, SumMetric};
 use crate::analytics::BuildAnalytics;
 use crate::history::{HistorySummary, RuleRebuild};
 use crate::ids;
@@ -175,29 +170,17 @@ pub fn encode_rebuilds_request(input: RebuildsInput) -> Option<(Vec<u8>, u64)> {
             }
         })
         .collect();
-    let count = points.len() as u64;
-    let request = ExportMetricsServiceRequest {
-        resource_metrics: vec![ResourceMetrics {
-            resource: Some(input.resource),
-            scope_metrics: vec![ScopeMetrics {
-                scope: Some(scope(SCOPE_NAME)),
-                metrics: vec![Metric {
-                    name: REBUILDS_METRIC.to_owned(),
-                    description: REBUILDS_DESCRIPTION.to_owned(),
-                    unit: "{compile}".to_owned(),
-                    data: Some(Data::Sum(Sum {
-                        data_points: points,
-                        aggregation_temporality: input.temporality as i32,
-                        is_monotonic: true,
-                    })),
-                    ..Default::default()
-                }],
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }],
-    };
-    Some((request.encode_to_vec(), count))
+    Some(encode_sum_request(
+        input.resource,
+        SumMetric {
+            name: REBUILDS_METRIC,
+            description: REBUILDS_DESCRIPTION,
+            unit: "{compile}",
+            monotonic: true,
+        },
+        input.temporality,
+        points,
+    ))
 }
 
 #[cfg(test)]
@@ -205,6 +188,9 @@ mod tests {
     use super::*;
     use crate::history::Comparison;
     use crate::rebuild::{Changed, RebuildReason};
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    use prost::Message;
 
     #[test]
     fn rule_keys_say_whether_the_compiler_ran() {
