@@ -7,4 +7,4 @@ package ffi
 // libraryDigest is the sha256 of lib/linux_amd64/libcompiletools_core.a, so
 // that Go's build cache, which does not hash the library itself, sees a new
 // library as a new package and relinks every binary.
-const libraryDigest = "f3b6c5a38abede7c68195edd0b26ea62006af0ab71c2b2610f8f1c4b94468eb0"
+const libraryDigest = "344302fff7aa638d59daa6e3a11b419495347b03aabf0f88b0641c2c0312d482"

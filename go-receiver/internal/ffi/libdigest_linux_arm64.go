@@ -7,4 +7,4 @@ package ffi
 // libraryDigest is the sha256 of lib/linux_arm64/libcompiletools_core.a, so
 // that Go's build cache, which does not hash the library itself, sees a new
 // library as a new package and relinks every binary.
-const libraryDigest = "7ca29e8857a5f00b1a597f366e95cadbca936f52374dd88d7183d19b135f3dca"
+const libraryDigest = "3413c63d6f2a2b25508788b33f50f431ca4562074596d4edb9107ea31afc818d"
